@@ -1,0 +1,539 @@
+//! The blob store din externalizes large payloads to, read and written by dq: object keys
+//! `<prefix><subject>/<yyyy>/<mm>/<dd>/<uuid>` in an S3 bucket or under a local root, optionally
+//! sealed with DBE1 (din-raw §4.4, dq-materializer §3.2).
+//!
+//! Not here: deciding *whether* to externalize (the din simulator does) or what a payload means.
+//!
+//! # Layout
+//! - [`dbe1`]: the seal format.
+//! - [`BlobConfig`] / [`BlobStore`]: settings and the store (S3 or local directory).
+//! - [`BlobError`]: failures, classified as poison (skip the row) or transient (retry the pass).
+#![warn(missing_docs)]
+
+pub mod dbe1;
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Datelike, Utc};
+
+pub use dbe1::{SealError, SealKey};
+
+/// Blob bucket: an S3 bucket name, or a local root when it starts with `/` or `file://`.
+pub const BLOB_BUCKET: &str = "BLOB_BUCKET";
+/// Key prefix; defaults to [`DEFAULT_PREFIX`].
+pub const BLOB_PREFIX: &str = "BLOB_PREFIX";
+/// Base64 of the 32-byte DBE1 key (sensitive); must equal din's.
+pub const BLOB_ENCRYPTION_KEY: &str = "BLOB_ENCRYPTION_KEY";
+/// The default key prefix, also the prefix a materializer accepts as a blob reference.
+pub const DEFAULT_PREFIX: &str = "cloudevent/blobs/";
+/// Largest blob a reader accepts (dq's `maxObjectSize`).
+pub const MAX_OBJECT_SIZE: u64 = 50 << 20;
+
+/// Blob-store failures. [`BlobError::is_poison`] tells a row that can never succeed from a fault
+/// that a retry of the same pass may clear.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    /// The object does not exist.
+    #[error("blob `{key}` not found")]
+    NotFound {
+        /// Object key.
+        key: String,
+    },
+    /// The object is larger than the reader accepts.
+    #[error("blob `{key}` is {size} bytes, over the {limit}-byte limit")]
+    Oversize {
+        /// Object key.
+        key: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The blob is sealed but no key is configured.
+    #[error("blob `{key}` is sealed but BLOB_ENCRYPTION_KEY is not set")]
+    SealedNoKey {
+        /// Object key.
+        key: String,
+    },
+    /// The blob is sealed and did not open.
+    #[error("blob `{key}` could not be decrypted: {source}")]
+    Decrypt {
+        /// Object key.
+        key: String,
+        /// Why.
+        source: SealError,
+    },
+    /// The key would escape the store (`..`, absolute, empty segments).
+    #[error("blob key `{key}` is not a valid object key")]
+    InvalidKey {
+        /// The offending key.
+        key: String,
+    },
+    /// Anything else: network, throttling, 5xx, local I/O. Retry later.
+    #[error("blob store error on `{key}`: {message}")]
+    Transient {
+        /// Object key.
+        key: String,
+        /// What failed.
+        message: String,
+    },
+    /// A setting is missing or malformed.
+    #[error("invalid blob store configuration: {0}")]
+    Config(String),
+}
+
+impl BlobError {
+    /// True when the row referencing this blob can never decode (count it and skip it).
+    pub fn is_poison(&self) -> bool {
+        !matches!(self, BlobError::Transient { .. } | BlobError::Config(_))
+    }
+
+    /// A stable label for metrics (`missing`, `oversize`, `sealed_no_key`, `decrypt`, …).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            BlobError::NotFound { .. } => "missing",
+            BlobError::Oversize { .. } => "oversize",
+            BlobError::SealedNoKey { .. } => "sealed_no_key",
+            BlobError::Decrypt { .. } => "decrypt",
+            BlobError::InvalidKey { .. } => "invalid_key",
+            BlobError::Transient { .. } => "transient",
+            BlobError::Config(_) => "config",
+        }
+    }
+}
+
+/// Result alias for the blob crate.
+pub type Result<T, E = BlobError> = std::result::Result<T, E>;
+
+/// Blob-store settings (read once at start-up).
+#[derive(Clone, Default)]
+pub struct BlobConfig {
+    /// S3 bucket name, or local root (`/abs` or `file:///abs`).
+    pub bucket: String,
+    /// Key prefix.
+    pub prefix: String,
+    /// Base64 DBE1 key, if blobs are sealed.
+    pub encryption_key: Option<String>,
+    /// S3 region.
+    pub region: Option<String>,
+    /// Static access key id (else the default credential chain).
+    pub access_key_id: Option<String>,
+    /// Static secret key.
+    pub secret_access_key: Option<String>,
+    /// Endpoint override for S3-compatible servers (path-style addressing).
+    pub endpoint: Option<String>,
+    /// SSE-KMS key ARN for PUTs.
+    pub kms_key_id: Option<String>,
+}
+
+impl std::fmt::Debug for BlobConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobConfig")
+            .field("bucket", &self.bucket)
+            .field("prefix", &self.prefix)
+            .field("sealed", &self.encryption_key.is_some())
+            .field("region", &self.region)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlobConfig {
+    /// A local store rooted at `root` with the default prefix.
+    pub fn local(root: impl AsRef<Path>) -> Self {
+        Self {
+            bucket: root.as_ref().display().to_string(),
+            prefix: DEFAULT_PREFIX.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Reads `BLOB_*` and the `S3_*` keys shared with the lake settings.
+    pub fn from_env() -> Self {
+        let get = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        Self {
+            bucket: get(BLOB_BUCKET).unwrap_or_default(),
+            prefix: get(BLOB_PREFIX).unwrap_or_else(|| DEFAULT_PREFIX.into()),
+            encryption_key: get(BLOB_ENCRYPTION_KEY),
+            region: get("S3_AWS_REGION"),
+            access_key_id: get("S3_AWS_ACCESS_KEY_ID"),
+            secret_access_key: get("S3_AWS_SECRET_ACCESS_KEY"),
+            endpoint: get("S3_ENDPOINT"),
+            kms_key_id: get("S3_KMS_KEY_ID"),
+        }
+    }
+
+    /// True when the bucket names a local directory.
+    pub fn is_local(&self) -> bool {
+        self.bucket.starts_with('/') || self.bucket.starts_with("file://")
+    }
+}
+
+enum Backend {
+    Local(PathBuf),
+    S3 {
+        client: aws_sdk_s3::Client,
+        bucket: String,
+        kms_key_id: Option<String>,
+    },
+}
+
+/// A blob store: put and get whole objects, sealing and opening DBE1 when a key is configured.
+pub struct BlobStore {
+    backend: Backend,
+    prefix: String,
+    seal: Option<SealKey>,
+}
+
+impl std::fmt::Debug for BlobStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let backend = match &self.backend {
+            Backend::Local(root) => format!("local:{}", root.display()),
+            Backend::S3 { bucket, .. } => format!("s3:{bucket}"),
+        };
+        f.debug_struct("BlobStore")
+            .field("backend", &backend)
+            .field("prefix", &self.prefix)
+            .field("sealed", &self.seal.is_some())
+            .finish()
+    }
+}
+
+impl BlobStore {
+    /// Builds the store. S3 clients use static credentials when both keys are set, else the
+    /// default chain; path-style addressing with an endpoint; 30 s per attempt, 3 attempts.
+    pub async fn open(cfg: &BlobConfig) -> Result<Self> {
+        if cfg.bucket.is_empty() {
+            return Err(BlobError::Config(format!("{BLOB_BUCKET} is required")));
+        }
+        let seal = match &cfg.encryption_key {
+            Some(k) => Some(
+                SealKey::from_base64(k)
+                    .map_err(|e| BlobError::Config(format!("{BLOB_ENCRYPTION_KEY}: {e}")))?,
+            ),
+            None => None,
+        };
+        let backend = if cfg.is_local() {
+            let root = cfg.bucket.strip_prefix("file://").unwrap_or(&cfg.bucket);
+            Backend::Local(PathBuf::from(root))
+        } else {
+            Backend::S3 {
+                client: s3_client(cfg).await,
+                bucket: cfg.bucket.clone(),
+                kms_key_id: cfg.kms_key_id.clone(),
+            }
+        };
+        Ok(Self {
+            backend,
+            prefix: cfg.prefix.clone(),
+            seal,
+        })
+    }
+
+    /// The key prefix of this store.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// True when this store seals what it writes.
+    pub fn seals(&self) -> bool {
+        self.seal.is_some()
+    }
+
+    /// A fresh object key for a payload of `subject` ingested at `now` (UTC date, random v4 uuid).
+    pub fn new_key(&self, subject: &str, now: DateTime<Utc>) -> String {
+        format!(
+            "{}{}/{}/{:02}/{:02}/{}",
+            self.prefix,
+            subject,
+            now.year(),
+            now.month(),
+            now.day(),
+            uuid::Uuid::new_v4()
+        )
+    }
+
+    /// Writes `payload` under `key`, sealed when a key is configured.
+    pub async fn put(&self, key: &str, payload: &[u8]) -> Result<()> {
+        validate_key(key)?;
+        let body = match &self.seal {
+            Some(seal) => seal.seal(key, payload),
+            None => payload.to_vec(),
+        };
+        match &self.backend {
+            Backend::Local(root) => {
+                let path = root.join(key);
+                let key = key.to_owned();
+                tokio::task::spawn_blocking(move || write_atomic(&path, &body))
+                    .await
+                    .map_err(|e| BlobError::Transient {
+                        key: key.clone(),
+                        message: e.to_string(),
+                    })?
+                    .map_err(|e| BlobError::Transient {
+                        key,
+                        message: e.to_string(),
+                    })
+            }
+            Backend::S3 {
+                client,
+                bucket,
+                kms_key_id,
+            } => {
+                let mut req = client
+                    .put_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .content_type("application/octet-stream")
+                    .body(body.into());
+                if let Some(kms) = kms_key_id {
+                    req = req
+                        .server_side_encryption(aws_sdk_s3::types::ServerSideEncryption::AwsKms)
+                        .ssekms_key_id(kms)
+                        .bucket_key_enabled(true);
+                }
+                req.send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| BlobError::Transient {
+                        key: key.to_owned(),
+                        message: aws_sdk_s3::error::DisplayErrorContext(e).to_string(),
+                    })
+            }
+        }
+    }
+
+    /// Reads the object under `key`, refusing more than `limit` bytes, and opens DBE1 if sealed.
+    pub async fn get(&self, key: &str, limit: u64) -> Result<Vec<u8>> {
+        validate_key(key)?;
+        let raw = match &self.backend {
+            Backend::Local(root) => read_local(&root.join(key), key, limit).await?,
+            Backend::S3 { client, bucket, .. } => read_s3(client, bucket, key, limit).await?,
+        };
+        if !dbe1::is_sealed(&raw) {
+            return Ok(raw);
+        }
+        match &self.seal {
+            Some(seal) => seal.open(key, &raw).map_err(|source| BlobError::Decrypt {
+                key: key.to_owned(),
+                source,
+            }),
+            None => Err(BlobError::SealedNoKey {
+                key: key.to_owned(),
+            }),
+        }
+    }
+}
+
+/// Object keys are relative paths of plain segments: they are joined to a local root, and the
+/// subject inside them is a DID with `:` but never `/..`.
+fn validate_key(key: &str) -> Result<()> {
+    let bad = key.is_empty()
+        || key.starts_with('/')
+        || key.contains('\\')
+        || key.contains('\0')
+        || Path::new(key)
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+        || key
+            .split('/')
+            .any(|seg| seg.is_empty() || seg == "." || seg == "..");
+    if bad {
+        Err(BlobError::InvalidKey {
+            key: key.to_owned(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+async fn read_local(path: &Path, key: &str, limit: u64) -> Result<Vec<u8>> {
+    let transient = |e: std::io::Error| BlobError::Transient {
+        key: key.to_owned(),
+        message: e.to_string(),
+    };
+    let meta = match tokio::fs::metadata(path).await {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(BlobError::NotFound {
+                key: key.to_owned(),
+            })
+        }
+        Err(e) => return Err(transient(e)),
+    };
+    if meta.len() > limit {
+        return Err(BlobError::Oversize {
+            key: key.to_owned(),
+            size: meta.len(),
+            limit,
+        });
+    }
+    tokio::fs::read(path).await.map_err(transient)
+}
+
+async fn read_s3(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+    limit: u64,
+) -> Result<Vec<u8>> {
+    use aws_sdk_s3::operation::get_object::GetObjectError;
+    let out = match client.get_object().bucket(bucket).key(key).send().await {
+        Ok(out) => out,
+        Err(err) => {
+            let not_found = matches!(err.as_service_error(), Some(GetObjectError::NoSuchKey(_)))
+                || err
+                    .raw_response()
+                    .is_some_and(|r| r.status().as_u16() == 404);
+            return Err(if not_found {
+                BlobError::NotFound {
+                    key: key.to_owned(),
+                }
+            } else {
+                BlobError::Transient {
+                    key: key.to_owned(),
+                    message: aws_sdk_s3::error::DisplayErrorContext(err).to_string(),
+                }
+            });
+        }
+    };
+    let size = out.content_length().and_then(|n| u64::try_from(n).ok());
+    if let Some(size) = size.filter(|s| *s > limit) {
+        return Err(BlobError::Oversize {
+            key: key.to_owned(),
+            size,
+            limit,
+        });
+    }
+    let body = out
+        .body
+        .collect()
+        .await
+        .map_err(|e| BlobError::Transient {
+            key: key.to_owned(),
+            message: e.to_string(),
+        })?
+        .into_bytes();
+    // Without a Content-Length the size is only known after reading; still a poison oversize.
+    if body.len() as u64 > limit {
+        return Err(BlobError::Oversize {
+            key: key.to_owned(),
+            size: body.len() as u64,
+            limit,
+        });
+    }
+    Ok(body.to_vec())
+}
+
+/// Local write as din does it: temp file in the target dir, fsync, 0644, rename, fsync the dir.
+fn write_atomic(path: &Path, body: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("blob path has no parent"))?;
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(body)?;
+        f.sync_all()?;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))?;
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+async fn s3_client(cfg: &BlobConfig) -> aws_sdk_s3::Client {
+    use aws_config::{retry::RetryConfig, timeout::TimeoutConfig, BehaviorVersion, Region};
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_attempt_timeout(Duration::from_secs(30))
+                .build(),
+        );
+    if let Some(region) = &cfg.region {
+        loader = loader.region(Region::new(region.clone()));
+    }
+    if let (Some(id), Some(secret)) = (&cfg.access_key_id, &cfg.secret_access_key) {
+        loader = loader.credentials_provider(aws_sdk_s3::config::Credentials::new(
+            id, secret, None, None, "static",
+        ));
+    }
+    let shared = loader.load().await;
+    let mut builder = aws_sdk_s3::config::Builder::from(&shared);
+    if shared.region().is_none() {
+        builder = builder.region(Region::new("us-east-1"));
+    }
+    if let Some(endpoint) = &cfg.endpoint {
+        builder = builder.endpoint_url(endpoint).force_path_style(true);
+    }
+    aws_sdk_s3::Client::from_conf(builder.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_dins_layout() {
+        let store = BlobStore {
+            backend: Backend::Local(PathBuf::from("/x")),
+            prefix: DEFAULT_PREFIX.into(),
+            seal: None,
+        };
+        let now = DateTime::parse_from_rfc3339("2026-06-09T23:59:59Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let key = store.new_key(
+            "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:42",
+            now,
+        );
+        let (dir, uuid) = key.rsplit_once('/').unwrap();
+        assert_eq!(dir, "cloudevent/blobs/did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:42/2026/06/09");
+        assert_eq!(uuid.len(), 36);
+        assert_eq!(uuid::Uuid::parse_str(uuid).unwrap().get_version_num(), 4);
+    }
+
+    #[test]
+    fn refuses_traversal_keys() {
+        for key in ["", "/etc/passwd", "a/../b", "a//b", "./a", "a/..", "a\\b"] {
+            assert!(
+                matches!(validate_key(key), Err(BlobError::InvalidKey { .. })),
+                "{key}"
+            );
+        }
+        validate_key("cloudevent/blobs/did:erc721:1:0xab:1/2026/01/02/u").unwrap();
+    }
+
+    #[test]
+    fn classifies_poison_and_transient() {
+        assert!(BlobError::NotFound { key: "k".into() }.is_poison());
+        assert!(BlobError::SealedNoKey { key: "k".into() }.is_poison());
+        assert!(!BlobError::Transient {
+            key: "k".into(),
+            message: "503".into()
+        }
+        .is_poison());
+        assert_eq!(
+            BlobError::Oversize {
+                key: "k".into(),
+                size: 2,
+                limit: 1
+            }
+            .reason(),
+            "oversize"
+        );
+    }
+}

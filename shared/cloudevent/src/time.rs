@@ -1,0 +1,137 @@
+//! RFC 3339 parsing and formatting with Go's `time` package semantics.
+//!
+//! Go accepts an optional fraction of any length (digits past the ninth are truncated, not
+//! rounded), requires `T`, and a `Z` or `±hh:mm` offset. Formatting follows `RFC3339Nano`
+//! (trailing zeros of the fraction trimmed) and `RFC3339` (no fraction, truncated).
+
+use chrono::{DateTime, NaiveDate, SecondsFormat, TimeZone, Timelike, Utc};
+
+/// Parses an RFC 3339 timestamp the way Go's `time.Parse(time.RFC3339Nano, s)` does for
+/// well-formed input, returning it in UTC.
+pub fn parse_rfc3339(s: &str) -> Option<DateTime<Utc>> {
+    let b = s.as_bytes();
+    if b.len() < 20 {
+        return None;
+    }
+    let num = |range: std::ops::Range<usize>| -> Option<u32> {
+        let part = b.get(range)?;
+        let mut v = 0u32;
+        for &c in part {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            v = v * 10 + u32::from(c - b'0');
+        }
+        Some(v)
+    };
+    if b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let year = num(0..4)?;
+    let month = num(5..7)?;
+    let day = num(8..10)?;
+    let hour = num(11..13)?;
+    let minute = num(14..16)?;
+    let second = num(17..19)?;
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let mut rest = &b[19..];
+    let mut nanos = 0u32;
+    if rest.len() >= 2 && rest[0] == b'.' && rest[1].is_ascii_digit() {
+        let digits = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let mut scale = 100_000_000u32;
+        for &c in &rest[1..1 + digits.min(9)] {
+            nanos += u32::from(c - b'0') * scale;
+            scale /= 10;
+        }
+        rest = &rest[1 + digits..];
+    }
+    let offset_secs: i64 = match rest {
+        [b'Z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let digit = |c: u8| c.is_ascii_digit().then(|| i64::from(c - b'0'));
+            let hh = digit(*h1)? * 10 + digit(*h2)?;
+            let mm = digit(*m1)? * 10 + digit(*m2)?;
+            if hh > 23 || mm > 59 {
+                return None;
+            }
+            let secs = (hh * 60 + mm) * 60;
+            if *sign == b'-' {
+                -secs
+            } else {
+                secs
+            }
+        }
+        _ => return None,
+    };
+    let date = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)?;
+    let naive = date.and_hms_nano_opt(hour, minute, second, nanos)?;
+    let utc = Utc.from_utc_datetime(&naive);
+    utc.checked_sub_signed(chrono::Duration::seconds(offset_secs))
+}
+
+/// Formats like Go's `t.UTC().Format(time.RFC3339Nano)`: fraction only when non-zero, trailing
+/// zeros trimmed, `Z` suffix.
+pub fn format_rfc3339_nano(t: &DateTime<Utc>) -> String {
+    let nanos = t.nanosecond() % 1_000_000_000;
+    let base = t.format("%Y-%m-%dT%H:%M:%S").to_string();
+    if nanos == 0 {
+        return base + "Z";
+    }
+    let frac = format!("{nanos:09}");
+    format!("{base}.{}Z", frac.trim_end_matches('0'))
+}
+
+/// Formats like Go's `t.UTC().Format(time.RFC3339)`: whole seconds (truncated), `Z` suffix.
+pub fn format_rfc3339_secs(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Go's zero `time.Time` (0001-01-01T00:00:00Z), which dq stores as-is for missing timestamps.
+pub fn go_zero_time() -> DateTime<Utc> {
+    // Year 1 is inside chrono's range, so the fallback never triggers.
+    Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_go_accepted_forms() {
+        let t = parse_rfc3339("2024-04-18T17:20:46.436008782Z").unwrap();
+        assert_eq!(t.timestamp_subsec_nanos(), 436_008_782);
+        let t = parse_rfc3339("2024-04-18T19:20:46.1234567891+02:00").unwrap();
+        assert_eq!(format_rfc3339_nano(&t), "2024-04-18T17:20:46.123456789Z");
+        assert_eq!(format_rfc3339_secs(&t), "2024-04-18T17:20:46Z");
+        let t = parse_rfc3339("0001-01-01T00:00:00Z").unwrap();
+        assert_eq!(t, go_zero_time());
+    }
+
+    #[test]
+    fn rejects_what_go_rejects() {
+        for bad in [
+            "2024-04-18 17:20:46Z",
+            "2024-04-18T17:20:46",
+            "2024-04-18t17:20:46Z",
+            "2024-04-18T17:20:46z",
+            "2024-02-30T00:00:00Z",
+            "2024-04-18T24:00:00Z",
+            "2024-04-18T17:20:46.Z",
+            "2024-04-18T17:20:46+0200",
+            "2024-04-18T17:20:46+24:00",
+            "1713460823243",
+        ] {
+            assert!(parse_rfc3339(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nano_format_trims_zeros() {
+        let t = parse_rfc3339("2024-04-18T17:20:23.243000Z").unwrap();
+        assert_eq!(format_rfc3339_nano(&t), "2024-04-18T17:20:23.243Z");
+    }
+}

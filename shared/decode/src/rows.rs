@@ -1,0 +1,177 @@
+//! Flat decoded rows in `lake.signals` / `lake.events` column order (dq-materializer.md
+//! §2.2–2.3; flattening rules decoding.md §3.3).
+
+use crate::model::{Event, Signal, SignalValue};
+use crate::post::truncate_micros;
+use chrono::{DateTime, Utc};
+use dq_cloudevent::{subject_bucket, types, RawEvent};
+
+/// One `lake.signals` row; field order is the table's column order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignalRow {
+    /// Raw row subject.
+    pub subject: String,
+    /// FNV-1a-32(subject) mod 256.
+    pub subject_bucket: i32,
+    /// Signal name.
+    pub name: String,
+    /// UTC, floored to µs.
+    pub timestamp: DateTime<Utc>,
+    /// Raw row source.
+    pub source: String,
+    /// Raw row producer.
+    pub producer: String,
+    /// Raw row id.
+    pub cloud_event_id: String,
+    /// Numeric value, 0 otherwise.
+    pub value_number: f64,
+    /// String value, `''` otherwise.
+    pub value_string: String,
+    /// Location latitude, 0 otherwise.
+    pub loc_lat: f64,
+    /// Location longitude, 0 otherwise.
+    pub loc_lon: f64,
+    /// Location HDOP, 0 otherwise.
+    pub loc_hdop: f64,
+    /// Location heading (never set by any module), 0 otherwise.
+    pub loc_heading: f64,
+}
+
+/// One `lake.events` row; field order is the table's column order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    /// Raw row subject.
+    pub subject: String,
+    /// FNV-1a-32(subject) mod 256.
+    pub subject_bucket: i32,
+    /// Raw row source.
+    pub source: String,
+    /// Raw row producer.
+    pub producer: String,
+    /// Raw row id.
+    pub cloud_event_id: String,
+    /// Always `dimo.event`.
+    pub event_type: String,
+    /// The raw row's dataversion.
+    pub data_version: String,
+    /// Event name.
+    pub name: String,
+    /// UTC, floored to µs.
+    pub timestamp: DateTime<Utc>,
+    /// Duration in ns.
+    pub duration_ns: u64,
+    /// JSON text or empty.
+    pub metadata: String,
+    /// Tags, never absent.
+    pub tags: Vec<String>,
+}
+
+/// Flattens a signal; subject, source and producer come from the raw row, never the decoder.
+pub fn signal_row(raw: &RawEvent, signal: &Signal) -> SignalRow {
+    let h = &raw.header;
+    let (value_number, value_string, loc) = match &signal.value {
+        SignalValue::Number(v) => (*v, String::new(), Default::default()),
+        SignalValue::String(s) => (0.0, s.clone(), Default::default()),
+        SignalValue::Location(l) => (0.0, String::new(), *l),
+    };
+    SignalRow {
+        subject: h.subject.clone(),
+        subject_bucket: subject_bucket(&h.subject),
+        name: signal.name.to_string(),
+        timestamp: truncate_micros(signal.timestamp),
+        source: h.source.clone(),
+        producer: h.producer.clone(),
+        cloud_event_id: h.id.clone(),
+        value_number,
+        value_string,
+        loc_lat: loc.latitude,
+        loc_lon: loc.longitude,
+        loc_hdop: loc.hdop,
+        loc_heading: loc.heading,
+    }
+}
+
+/// Flattens an event.
+pub fn event_row(raw: &RawEvent, event: &Event) -> EventRow {
+    let h = &raw.header;
+    EventRow {
+        subject: h.subject.clone(),
+        subject_bucket: subject_bucket(&h.subject),
+        source: h.source.clone(),
+        producer: h.producer.clone(),
+        cloud_event_id: h.id.clone(),
+        event_type: types::EVENT.to_string(),
+        data_version: h.data_version.clone(),
+        name: event.name.to_string(),
+        timestamp: truncate_micros(event.timestamp),
+        duration_ns: event.duration_ns,
+        metadata: event.metadata.clone(),
+        tags: event.tags.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dq_cloudevent::time::parse_rfc3339;
+
+    fn raw() -> RawEvent {
+        let mut raw = RawEvent::default();
+        raw.header.subject = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:1".into();
+        raw.header.source = "src".into();
+        raw.header.producer = "prod".into();
+        raw.header.id = "id-1".into();
+        raw.header.data_version = "r/v0/s".into();
+        raw
+    }
+
+    #[test]
+    fn signal_rows_take_identity_from_the_raw_row() {
+        let ts = parse_rfc3339("2025-03-03T22:22:59.138863102Z").unwrap();
+        let row = signal_row(&raw(), &Signal::location(ts, 1.0, 2.0, 3.0));
+        assert_eq!(row.subject_bucket, 219);
+        assert_eq!(
+            (
+                row.source.as_str(),
+                row.producer.as_str(),
+                row.cloud_event_id.as_str()
+            ),
+            ("src", "prod", "id-1")
+        );
+        assert_eq!(
+            row.timestamp,
+            parse_rfc3339("2025-03-03T22:22:59.138863Z").unwrap()
+        );
+        assert_eq!(
+            (
+                row.value_number,
+                row.value_string.as_str(),
+                row.loc_lat,
+                row.loc_lon,
+                row.loc_hdop
+            ),
+            (0.0, "", 1.0, 2.0, 3.0)
+        );
+        let row = signal_row(&raw(), &Signal::string("powertrainType", ts, "HYBRID"));
+        assert_eq!(
+            (row.value_number, row.value_string.as_str(), row.loc_lat),
+            (0.0, "HYBRID", 0.0)
+        );
+    }
+
+    #[test]
+    fn event_rows() {
+        let ev = Event {
+            name: "safety.collision",
+            timestamp: parse_rfc3339("2024-01-01T00:00:00.0000019Z").unwrap(),
+            duration_ns: 7,
+            metadata: "{}".into(),
+            tags: vec![],
+        };
+        let row = event_row(&raw(), &ev);
+        assert_eq!(row.event_type, "dimo.event");
+        assert_eq!(row.data_version, "r/v0/s");
+        assert_eq!(row.timestamp.timestamp_subsec_nanos(), 1000);
+        assert!(row.tags.is_empty());
+    }
+}

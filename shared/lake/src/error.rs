@@ -1,0 +1,73 @@
+//! The lake crate's error type. DuckDB messages are stored already redacted (see
+//! [`crate::redact`]), so an `Error` can be logged or returned to a caller as it is.
+
+/// Errors from opening and using the lake.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A setting is missing or malformed.
+    #[error("invalid lake configuration: {0}")]
+    Config(String),
+    /// A pinned extension file is not in the extension directory.
+    #[error(
+        "duckdb extension `{name}` is not installed in `{dir}`; run `make extensions` \
+         (or point DUCKDB_EXTENSION_DIR at a directory it filled)"
+    )]
+    MissingExtension {
+        /// Extension name, e.g. `ducklake`.
+        name: String,
+        /// The directory that was searched.
+        dir: String,
+    },
+    /// The catalog's DuckLake format version is not the one din and dq share.
+    #[error(
+        "catalog format version `{found}` is not supported: dq attaches only DuckLake format \
+         `{expected}` and never migrates a catalog (din shares it)"
+    )]
+    CatalogVersion {
+        /// What the catalog records.
+        found: String,
+        /// What this build supports.
+        expected: &'static str,
+    },
+    /// `LAKE_ENCRYPTION_ENABLED` disagrees with how the catalog was created.
+    #[error("catalog encryption mismatch: the catalog says encrypted={catalog}, LAKE_ENCRYPTION_ENABLED={configured}")]
+    EncryptionMismatch {
+        /// The catalog's `encrypted` metadata value.
+        catalog: String,
+        /// The configured flag.
+        configured: bool,
+    },
+    /// A DuckDB statement failed; `message` is redacted.
+    #[error("{context}: {message}")]
+    Duckdb {
+        /// What was being done.
+        context: String,
+        /// DuckDB's message with secrets masked.
+        message: String,
+    },
+    /// A filesystem operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// True when the error is a DuckLake commit conflict, which a retry may resolve (din's
+    /// classification: the text mentions `conflict` or a TransactionContext error).
+    pub fn is_commit_conflict(&self) -> bool {
+        match self {
+            Error::Duckdb { message, .. } => {
+                let m = message.to_ascii_lowercase();
+                m.contains("conflict") || m.contains("transactioncontext error")
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Result alias for the lake crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,431 @@
+//! DuckDB + DuckLake access for dq: opening an embedded DuckDB with the pinned extensions,
+//! attaching the `lake` catalog (file or PostgreSQL) and its `meta` side database, and the
+//! catalog objects din owns (`lake.raw_events`, `meta.din_consumer_progress`).
+//!
+//! Not here: decoding (the `decode` crate), blob storage (`blob`), the din simulator (`sim`).
+//!
+//! # Layout
+//! - [`config`]: environment keys and [`LakeConfig`].
+//! - [`catalog`]: DSN classification and ATTACH targets.
+//! - [`raw`]: the `raw_events` DDL, its layout, and its Arrow row schema.
+//! - [`progress`]: `meta.din_consumer_progress` (din's snapshot-expiry floor) and snapshots.
+//! - [`redact`]: masking of credentials in every error and log line.
+//! - [`retry`]: commit-conflict retry.
+//! - `testing` (feature): fresh lakes on both catalog backends for tests.
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod config;
+mod error;
+pub mod progress;
+pub mod raw;
+pub mod redact;
+pub mod retry;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::path::{Path, PathBuf};
+
+pub use catalog::Catalog;
+pub use config::{LakeConfig, S3Config};
+pub use duckdb;
+pub use error::{Error, Result};
+pub use redact::Redactor;
+
+/// The DuckLake catalog format version din and dq share. Anything else is refused, never migrated.
+pub const CATALOG_FORMAT_VERSION: &str = "1.0";
+
+/// The database alias of the DuckLake catalog.
+pub const LAKE: &str = "lake";
+
+/// An open embedded DuckDB with the lake attached. Clone connections with [`Lake::connect`].
+pub struct Lake {
+    conn: duckdb::Connection,
+    cfg: LakeConfig,
+    redactor: Redactor,
+}
+
+impl std::fmt::Debug for Lake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lake")
+            .field("catalog", &self.cfg.catalog)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lake {
+    /// Opens an in-memory DuckDB, loads the pinned extensions from the extension directory (never
+    /// from the network), and attaches `lake` and `meta` as din does (din-raw §2.2). Refuses a
+    /// catalog whose format version is not [`CATALOG_FORMAT_VERSION`] and one whose encryption
+    /// disagrees with the configuration.
+    pub fn open(cfg: LakeConfig) -> Result<Lake> {
+        let mut redactor = Redactor::default();
+        if let Some(pw) = cfg.catalog.password() {
+            redactor.add(percent_decode(&pw));
+            redactor.add(pw);
+        }
+        if let Some(secret) = &cfg.s3.secret_access_key {
+            redactor.add(secret.clone());
+        }
+        let ext_dir = absolute(&cfg.extension_dir)?;
+        let db_config = duckdb::Config::default()
+            .with("autoinstall_known_extensions", "false")
+            .and_then(|c| c.with("autoload_known_extensions", "false"))
+            .and_then(|c| c.with("extension_directory", ext_dir.to_string_lossy()))
+            .map_err(|e| db_error(&redactor, "configure duckdb", e))?;
+        let conn = duckdb::Connection::open_in_memory_with_flags(db_config)
+            .map_err(|e| db_error(&redactor, "open duckdb", e))?;
+        let lake = Lake {
+            conn,
+            cfg,
+            redactor,
+        };
+        lake.bootstrap(&ext_dir)?;
+        Ok(lake)
+    }
+
+    fn bootstrap(&self, ext_dir: &Path) -> Result<()> {
+        let cfg = &self.cfg;
+        if let Some(limit) = &cfg.memory_limit {
+            self.exec(
+                "set memory_limit",
+                &format!("SET memory_limit = {}", quote(limit)),
+            )?;
+        }
+        if let Some(threads) = cfg.threads {
+            self.exec("set threads", &format!("SET threads = {threads}"))?;
+        }
+        if let Some(dir) = &cfg.temp_directory {
+            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+                context: format!("create temp directory {}", dir.display()),
+                source,
+            })?;
+            let dir = dir.to_string_lossy();
+            self.exec(
+                "set temp_directory",
+                &format!("SET temp_directory = {}", quote(&dir)),
+            )?;
+        }
+        self.exec(
+            "set session defaults",
+            "SET preserve_insertion_order = false; SET parquet_metadata_cache = true",
+        )?;
+
+        let mut extensions = vec!["icu", "ducklake"];
+        if cfg.catalog.is_postgres() {
+            extensions.push("postgres_scanner");
+        }
+        if cfg.data_on_s3() {
+            extensions.push("httpfs");
+            if cfg.s3.access_key_id.is_none() {
+                extensions.push("aws");
+            }
+        }
+        self.load_extensions(ext_dir, &extensions)?;
+        set_utc(&self.conn).map_err(|e| db_error(&self.redactor, "set TimeZone", e))?;
+        if cfg.data_on_s3() {
+            self.exec("create S3 secret", &s3_secret_sql(&cfg.s3))?;
+        }
+        self.attach()
+    }
+
+    /// Loads each extension from `<dir>/<duckdb version>/<platform>/`, failing with a pointer to
+    /// `make extensions` when a file is missing rather than letting DuckDB reach for the network.
+    fn load_extensions(&self, ext_dir: &Path, names: &[&str]) -> Result<()> {
+        let (version, platform): (String, String) = self
+            .conn
+            .query_row(
+                "SELECT library_version, platform FROM pragma_version(), pragma_platform()",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| db_error(&self.redactor, "read duckdb version", e))?;
+        let dir = ext_dir.join(&version).join(&platform);
+        for name in names {
+            let file = dir.join(format!("{name}.duckdb_extension"));
+            if !file.is_file() {
+                return Err(Error::MissingExtension {
+                    name: (*name).to_owned(),
+                    dir: dir.display().to_string(),
+                });
+            }
+            self.exec(
+                &format!("load extension {name}"),
+                &format!("LOAD {}", quote(&file.to_string_lossy())),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn attach(&self) -> Result<()> {
+        let cfg = &self.cfg;
+        if let Some(parent) = cfg.catalog.parent_dir() {
+            std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+                context: format!("create catalog directory {}", parent.display()),
+                source,
+            })?;
+        }
+        if let Some(path) = cfg.data_path.as_deref().filter(|p| p.starts_with('/')) {
+            std::fs::create_dir_all(path).map_err(|source| Error::Io {
+                context: format!("create data directory {path}"),
+                source,
+            })?;
+        }
+        let mut opts = Vec::new();
+        if let Some(path) = &cfg.data_path {
+            opts.push(format!("DATA_PATH {}", quote(path)));
+        }
+        if cfg.encrypted && !cfg.read_only {
+            opts.push("ENCRYPTED".to_owned());
+        }
+        if cfg.read_only {
+            opts.push("READ_ONLY".to_owned());
+        }
+        let opts = if opts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", opts.join(", "))
+        };
+        let attach = format!(
+            "ATTACH IF NOT EXISTS {} AS {LAKE}{opts}",
+            quote(&cfg.catalog.uri())
+        );
+        retry::on_conflict("attach lake", || {
+            self.exec("attach catalog `lake`", &attach)
+        })
+        .map_err(version_error)?;
+        self.check_catalog()?;
+
+        let (target, is_pg) = cfg.catalog.meta_target();
+        let meta_opts = match (is_pg, cfg.read_only) {
+            (true, false) => " (TYPE postgres)",
+            (true, true) => " (TYPE postgres, READ_ONLY)",
+            (false, false) => "",
+            (false, true) => " (READ_ONLY)",
+        };
+        self.exec(
+            "attach side database `meta`",
+            &format!("ATTACH IF NOT EXISTS {} AS meta{meta_opts}", quote(&target)),
+        )
+    }
+
+    /// Refuses another catalog format version and an encryption mismatch (din-raw §1, §2.2 step 11).
+    fn check_catalog(&self) -> Result<()> {
+        let read = |key: &str| -> Result<Option<String>> {
+            let mut stmt = self
+                .conn
+                .prepare(
+                    "SELECT value FROM __ducklake_metadata_lake.ducklake_metadata WHERE key = ?",
+                )
+                .map_err(|e| db_error(&self.redactor, "read catalog metadata", e))?;
+            let mut rows = stmt
+                .query_map([key], |r| r.get::<_, Option<String>>(0))
+                .map_err(|e| db_error(&self.redactor, "read catalog metadata", e))?;
+            match rows.next() {
+                Some(v) => v.map_err(|e| db_error(&self.redactor, "read catalog metadata", e)),
+                None => Ok(None),
+            }
+        };
+        let version = read("version")?.unwrap_or_default();
+        if version != CATALOG_FORMAT_VERSION {
+            return Err(Error::CatalogVersion {
+                found: version,
+                expected: CATALOG_FORMAT_VERSION,
+            });
+        }
+        if let Some(encrypted) = read("encrypted")? {
+            if !self.cfg.read_only && (encrypted == "true") != self.cfg.encrypted {
+                return Err(Error::EncryptionMismatch {
+                    catalog: encrypted,
+                    configured: self.cfg.encrypted,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A new connection to the same database, with the per-connection settings applied
+    /// (`TimeZone = 'UTC'`: partition values and naive timestamps are computed in the session zone).
+    pub fn connect(&self) -> Result<duckdb::Connection> {
+        let conn = self
+            .conn
+            .try_clone()
+            .map_err(|e| db_error(&self.redactor, "clone connection", e))?;
+        set_utc(&conn).map_err(|e| db_error(&self.redactor, "set TimeZone", e))?;
+        Ok(conn)
+    }
+
+    /// The connection the lake was opened with.
+    pub fn conn(&self) -> &duckdb::Connection {
+        &self.conn
+    }
+
+    /// The configuration the lake was opened with.
+    pub fn config(&self) -> &LakeConfig {
+        &self.cfg
+    }
+
+    /// The redactor holding this lake's secrets; use it for any message derived from DuckDB.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// Runs one or more statements on the primary connection, with a redacted error context.
+    pub fn exec(&self, context: &str, sql: &str) -> Result<()> {
+        self.conn
+            .execute_batch(sql)
+            .map_err(|e| db_error(&self.redactor, context, e))
+    }
+
+    /// Converts a DuckDB error into an [`Error`] with `context`, masking this lake's secrets.
+    pub fn error(&self, context: &str, e: duckdb::Error) -> Error {
+        db_error(&self.redactor, context, e)
+    }
+}
+
+/// Builds a redacted [`Error::Duckdb`].
+pub fn db_error(redactor: &Redactor, context: &str, e: duckdb::Error) -> Error {
+    Error::Duckdb {
+        context: redactor.redact(context),
+        message: redactor.redact(&e.to_string()),
+    }
+}
+
+fn set_utc(conn: &duckdb::Connection) -> duckdb::Result<()> {
+    conn.execute_batch("SET TimeZone = 'UTC'")
+}
+
+/// DuckLake's own refusal of a catalog it would have to migrate becomes our version error.
+fn version_error(e: Error) -> Error {
+    match &e {
+        Error::Duckdb { message, .. } if message.contains("catalog version mismatch") => {
+            let found = message
+                .split("catalog version is ")
+                .nth(1)
+                .and_then(|rest| rest.split(',').next())
+                .unwrap_or("unknown")
+                .to_owned();
+            Error::CatalogVersion {
+                found,
+                expected: CATALOG_FORMAT_VERSION,
+            }
+        }
+        _ => e,
+    }
+}
+
+/// A SQL string literal: single quotes doubled. Values are ours (paths, DSNs, settings), but a
+/// quote in a path must still not end the literal.
+pub fn quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|source| Error::Io {
+        context: format!("resolve extension directory {}", path.display()),
+        source,
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `CREATE OR REPLACE SECRET` for the data path (din-raw §2.2 step 8, dq-materializer §1.3).
+fn s3_secret_sql(s3: &S3Config) -> String {
+    let mut parts = vec!["TYPE s3".to_owned()];
+    match (&s3.access_key_id, &s3.secret_access_key) {
+        (Some(id), secret) => {
+            parts.push("PROVIDER config".to_owned());
+            parts.push(format!("KEY_ID {}", quote(id)));
+            parts.push(format!("SECRET {}", quote(secret.as_deref().unwrap_or(""))));
+        }
+        (None, _) => parts.push("PROVIDER credential_chain".to_owned()),
+    }
+    if let Some(region) = &s3.region {
+        parts.push(format!("REGION {}", quote(region)));
+    }
+    if let Some(kms) = &s3.kms_key_id {
+        parts.push(format!("KMS_KEY_ID {}", quote(kms)));
+    }
+    if let Some(endpoint) = &s3.endpoint {
+        let (scheme, host) = endpoint.split_once("://").unwrap_or(("https", endpoint));
+        let host = host.trim_end_matches('/');
+        parts.push(format!("ENDPOINT {}", quote(host)));
+        parts.push("URL_STYLE 'path'".to_owned());
+        parts.push(format!("USE_SSL {}", scheme != "http"));
+    }
+    format!("CREATE OR REPLACE SECRET lake_s3 ({})", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s3_secret_for_an_endpoint_with_static_keys() {
+        let sql = s3_secret_sql(&S3Config {
+            region: Some("us-east-1".into()),
+            access_key_id: Some("AK".into()),
+            secret_access_key: Some("SK".into()),
+            endpoint: Some("http://127.0.0.1:5000/".into()),
+            kms_key_id: None,
+        });
+        assert_eq!(
+            sql,
+            "CREATE OR REPLACE SECRET lake_s3 (TYPE s3, PROVIDER config, KEY_ID 'AK', SECRET 'SK', \
+             REGION 'us-east-1', ENDPOINT '127.0.0.1:5000', URL_STYLE 'path', USE_SSL false)"
+        );
+    }
+
+    #[test]
+    fn s3_secret_uses_the_credential_chain_without_keys() {
+        let sql = s3_secret_sql(&S3Config::default());
+        assert_eq!(
+            sql,
+            "CREATE OR REPLACE SECRET lake_s3 (TYPE s3, PROVIDER credential_chain)"
+        );
+    }
+
+    #[test]
+    fn maps_ducklake_version_refusal() {
+        let e = version_error(Error::Duckdb {
+            context: "attach".into(),
+            message: "Invalid Input Error: DuckLake catalog version mismatch: catalog version is 0.9, but the extension requires version 1.0.".into(),
+        });
+        assert!(
+            matches!(e, Error::CatalogVersion { ref found, .. } if found == "0.9"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn decodes_percent_escapes_for_redaction() {
+        assert_eq!(percent_decode("p%40ss%2"), "p@ss%2");
+    }
+
+    #[test]
+    fn quotes_literals() {
+        assert_eq!(quote("it's"), "'it''s'");
+    }
+}

@@ -1,0 +1,198 @@
+//! `lake.raw_events`, din's table (din-raw §3.1): the exact DDL, first-creation-only layout, the
+//! layout as the catalog records it, and the Arrow schema of its rows (column order is the
+//! contract: din's appender writes positionally).
+
+use std::sync::Arc;
+
+use duckdb::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+
+use crate::{duckdb, retry, Lake, Result};
+
+/// The table's name in schema `main` of `lake`.
+pub const TABLE: &str = "raw_events";
+
+/// The 13 columns in contract order with their DuckDB types.
+pub const COLUMNS: [(&str, &str); 13] = [
+    ("subject", "VARCHAR"),
+    ("time", "TIMESTAMP WITH TIME ZONE"),
+    ("type", "VARCHAR"),
+    ("id", "VARCHAR"),
+    ("source", "VARCHAR"),
+    ("producer", "VARCHAR"),
+    ("data_content_type", "VARCHAR"),
+    ("data_version", "VARCHAR"),
+    ("extras", "VARCHAR"),
+    ("data", "VARCHAR"),
+    ("data_base64", "BLOB"),
+    ("data_index_key", "VARCHAR"),
+    ("voids_id", "VARCHAR"),
+];
+
+const PARTITION_SQL: &str = r#"ALTER TABLE lake.raw_events SET PARTITIONED BY (type, year("time"), month("time"), day("time"))"#;
+const SORT_SQL: &str = r#"ALTER TABLE lake.raw_events SET SORTED BY (subject, "time")"#;
+
+/// The `CREATE TABLE IF NOT EXISTS` statement, built from [`COLUMNS`].
+pub fn create_sql() -> String {
+    let cols: Vec<String> = COLUMNS
+        .iter()
+        .map(|(n, t)| format!("{} {t}", quote_ident(n)))
+        .collect();
+    format!(
+        "CREATE TABLE IF NOT EXISTS lake.raw_events ({})",
+        cols.join(", ")
+    )
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Arrow schema matching the table column for column (`time` as UTC microseconds).
+pub fn arrow_schema() -> SchemaRef {
+    let fields: Vec<Field> = COLUMNS
+        .iter()
+        .map(|(name, ty)| {
+            let dt = match *ty {
+                "TIMESTAMP WITH TIME ZONE" => {
+                    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+                }
+                "BLOB" => DataType::Binary,
+                _ => DataType::Utf8,
+            };
+            Field::new(*name, dt, true)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// What [`ensure`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EnsureOutcome {
+    /// The table did not exist and was created.
+    pub created: bool,
+    /// The partition spec was (re)applied.
+    pub partitioned: bool,
+    /// The sort spec was (re)applied.
+    pub sorted: bool,
+}
+
+/// Creates `lake.raw_events` if missing and applies only the layout pieces that are missing.
+/// Each `SET PARTITIONED/SORTED BY` bumps the catalog's schema version and renames inlined-data
+/// tables under din's maintainer, so a reopen of a laid-out table must change nothing.
+pub fn ensure(lake: &Lake) -> Result<EnsureOutcome> {
+    retry::on_conflict("ensure raw_events", || {
+        let mut out = EnsureOutcome {
+            created: !exists(lake)?,
+            ..Default::default()
+        };
+        if out.created {
+            lake.exec("create lake.raw_events", &create_sql())?;
+        }
+        let layout = layout(lake)?;
+        if layout.partition.is_empty() {
+            lake.exec("partition lake.raw_events", PARTITION_SQL)?;
+            out.partitioned = true;
+        }
+        if layout.sort.is_empty() {
+            lake.exec("sort lake.raw_events", SORT_SQL)?;
+            out.sorted = true;
+        }
+        Ok(out)
+    })
+}
+
+/// True when `lake.main.raw_events` exists.
+pub fn exists(lake: &Lake) -> Result<bool> {
+    lake.conn()
+        .query_row(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'main' AND table_name = ?",
+            [TABLE],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .map_err(|e| lake.error("probe lake.raw_events", e))
+}
+
+/// The table's layout as the catalog's own metadata records it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Layout {
+    /// `(column name, type as stored, nulls allowed)` in column order.
+    pub columns: Vec<(String, String, bool)>,
+    /// `(column name, transform)` of the active partition spec, in key order.
+    pub partition: Vec<(String, String)>,
+    /// `(expression, direction)` of the active sort spec, in key order.
+    pub sort: Vec<(String, String)>,
+}
+
+/// Reads [`Layout`] for `raw_events` from `__ducklake_metadata_lake` (active rows only).
+pub fn layout(lake: &Lake) -> Result<Layout> {
+    table_layout(lake, TABLE)
+}
+
+/// Reads [`Layout`] for any table of `lake.main`.
+pub fn table_layout(lake: &Lake, table: &str) -> Result<Layout> {
+    const TABLE_ID: &str = "(SELECT t.table_id FROM __ducklake_metadata_lake.ducklake_table t \
+        JOIN __ducklake_metadata_lake.ducklake_schema s ON s.schema_id = t.schema_id \
+        WHERE t.table_name = ? AND s.schema_name = 'main' AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL)";
+    let columns = format!(
+        "SELECT column_name, column_type, nulls_allowed FROM __ducklake_metadata_lake.ducklake_column \
+         WHERE table_id = {TABLE_ID} AND end_snapshot IS NULL AND parent_column IS NULL ORDER BY column_order"
+    );
+    let partition = format!(
+        "SELECT c.column_name, pc.transform \
+         FROM __ducklake_metadata_lake.ducklake_partition_info pi \
+         JOIN __ducklake_metadata_lake.ducklake_partition_column pc \
+           ON pc.partition_id = pi.partition_id AND pc.table_id = pi.table_id \
+         JOIN __ducklake_metadata_lake.ducklake_column c \
+           ON c.column_id = pc.column_id AND c.table_id = pc.table_id AND c.end_snapshot IS NULL \
+         WHERE pi.table_id = {TABLE_ID} AND pi.end_snapshot IS NULL ORDER BY pc.partition_key_index"
+    );
+    let sort = format!(
+        "SELECT se.expression, se.sort_direction \
+         FROM __ducklake_metadata_lake.ducklake_sort_info si \
+         JOIN __ducklake_metadata_lake.ducklake_sort_expression se \
+           ON se.sort_id = si.sort_id AND se.table_id = si.table_id \
+         WHERE si.table_id = {TABLE_ID} AND si.end_snapshot IS NULL ORDER BY se.sort_key_index"
+    );
+    Ok(Layout {
+        columns: query(lake, table, "columns", &columns, |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?,
+        partition: query(lake, table, "partitioning", &partition, |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?,
+        sort: query(lake, table, "sort order", &sort, |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?,
+    })
+}
+
+/// Runs one metadata query bound to the table name and collects its rows.
+fn query<T>(
+    lake: &Lake,
+    table: &str,
+    what: &str,
+    sql: &str,
+    row: impl FnMut(&duckdb::Row<'_>) -> duckdb::Result<T>,
+) -> Result<Vec<T>> {
+    let ctx = || format!("read {what} of lake.{table}");
+    let mut stmt = lake
+        .conn()
+        .prepare(sql)
+        .map_err(|e| lake.error(&ctx(), e))?;
+    stmt.query_map([table], row)
+        .and_then(|rows| rows.collect())
+        .map_err(|e| lake.error(&ctx(), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_sql_quotes_every_column() {
+        let sql = create_sql();
+        assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS lake.raw_events (\"subject\" VARCHAR, \"time\" TIMESTAMP WITH TIME ZONE"));
+        assert_eq!(arrow_schema().fields().len(), 13);
+    }
+}

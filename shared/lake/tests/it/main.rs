@@ -1,0 +1,7 @@
+//! Lake integration tests, each body run against a file catalog and a PostgreSQL catalog.
+//! Put tests of opening/attaching in `open.rs`, of din's raw_events table in `raw_events.rs`,
+//! of `meta.din_consumer_progress` in `progress.rs`.
+
+mod open;
+mod progress;
+mod raw_events;

@@ -1,0 +1,120 @@
+use lake::backend_tests;
+use lake::testing::{Backend, TestLake};
+use lake::Error;
+
+backend_tests!(
+    every_connection_is_utc,
+    missing_extension_names_make_extensions,
+    other_format_version_is_refused,
+    encryption_mismatch_is_refused
+);
+
+fn every_connection_is_utc(backend: Backend) {
+    let t = TestLake::new(backend);
+    let lake = t.open().unwrap();
+    for conn in [lake.connect().unwrap(), lake.connect().unwrap()] {
+        let tz: String = conn
+            .query_row("SELECT current_setting('TimeZone')", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(tz, "UTC");
+        // 23:30 at -02:00 is the next UTC day: partition values must follow UTC.
+        let day: i64 = conn
+            .query_row(
+                "SELECT day(TIMESTAMPTZ '2026-03-01 23:30:00-02')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(day, 2);
+    }
+}
+
+fn missing_extension_names_make_extensions(backend: Backend) {
+    let t = TestLake::new(backend);
+    let empty = t.path("no-extensions");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = t
+        .open_with(|c| c.extension_dir = empty.clone())
+        .unwrap_err();
+    assert!(matches!(err, Error::MissingExtension { .. }), "{err}");
+    assert!(err.to_string().contains("make extensions"), "{err}");
+}
+
+fn other_format_version_is_refused(backend: Backend) {
+    for version in ["0.3", "1.1"] {
+        let t = TestLake::new(backend);
+        drop(t.open().unwrap());
+        set_catalog_version(&t, version);
+        let err = t.open().unwrap_err();
+        assert!(
+            matches!(&err, Error::CatalogVersion { found, .. } if found == version),
+            "{version}: {err}"
+        );
+        assert!(err.to_string().contains("never migrates"), "{err}");
+    }
+}
+
+fn encryption_mismatch_is_refused(backend: Backend) {
+    let t = TestLake::new(backend);
+    drop(t.open().unwrap());
+    let err = t.open_with(|c| c.encrypted = true).unwrap_err();
+    assert!(
+        matches!(err, Error::EncryptionMismatch { .. }) || err.to_string().contains("encrypt"),
+        "{err}"
+    );
+}
+
+/// Rewrites the catalog's recorded format version behind DuckLake's back.
+fn set_catalog_version(t: &TestLake, version: &str) {
+    let sql = format!("UPDATE ducklake_metadata SET value = '{version}' WHERE key = 'version'");
+    match &t.config.catalog {
+        lake::Catalog::File(path) => {
+            let conn = lake::duckdb::Connection::open(path).unwrap();
+            conn.execute_batch(&sql).unwrap();
+        }
+        lake::Catalog::Postgres(dsn) => {
+            let db = dsn
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix("dbname="))
+                .unwrap();
+            testkit::shared_postgres()
+                .psql_as_superuser(db, &sql)
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn wrong_postgres_password_is_not_echoed() {
+    let pg = testkit::shared_postgres();
+    let t = TestLake::new(Backend::Postgres);
+    let wrong = "Wr0ng-Pa55word-xyz";
+    let dsn = t.config.catalog.uri().replace("ducklake:postgres:", "");
+    let dsn = dsn.replace(
+        &format!("password={}", pg.password()),
+        &format!("password={wrong}"),
+    );
+    let err = t
+        .open_with(|c| c.catalog = lake::Catalog::parse(&dsn))
+        .unwrap_err();
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains(wrong), "password leaked: {text}");
+    assert!(!text.contains(pg.password()), "password leaked: {text}");
+    assert!(
+        text.contains("password authentication failed"),
+        "expected an authentication error: {text}"
+    );
+}
+
+#[test]
+fn url_dsn_password_is_not_echoed() {
+    let pg = testkit::shared_postgres();
+    let wrong = "An0ther-Wr0ng-pw";
+    let dsn = format!("postgresql://dq:{wrong}@127.0.0.1:{}/postgres", pg.port());
+    let t = TestLake::new(Backend::File);
+    let err = t
+        .open_with(|c| c.catalog = lake::Catalog::parse(&dsn))
+        .unwrap_err();
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains(wrong), "password leaked: {text}");
+}

@@ -1,0 +1,159 @@
+//! Test harness shared by every dq crate's tests (a dev-dependency only).
+//!
+//! It owns the real services that our tests run against instead of mocks:
+//! - [`Postgres`]: a throwaway PostgreSQL cluster (`initdb` + `pg_ctl`) with a password-protected
+//!   role `dq`, on a free 127.0.0.1 port; [`shared_postgres`] gives one cluster per test binary and
+//!   [`Postgres::create_database`] an isolated database per test.
+//! - [`Moto`]: a throwaway moto server for the S3 and DynamoDB APIs; [`shared_moto`] gives one per
+//!   test binary.
+//! - Small helpers: [`free_port`], [`workspace_root`], [`unique_name`], and a minimal HTTP client
+//!   in [`http`].
+//!
+//! It does not own fixtures, schemas or AWS SDK clients: each crate builds those in its own tests
+//! from the DSNs, endpoint and credentials exposed here.
+//!
+//! # Requirements
+//! - PostgreSQL 15 server binaries in `/usr/lib/postgresql/15/bin` (override with `DQ_PG_BIN`):
+//!   `apt-get install -y postgresql`. As root, the server runs as `DQ_PG_USER` (default `nobody`)
+//!   through `runuser`, because `initdb` refuses to run as root.
+//! - A venv with `moto[server]` at `<workspace>/.venv` (override with `DQ_VENV`): `make venv`,
+//!   which runs `scripts/venv.sh`.
+//!
+//! # Cleanup
+//! Each instance lives in its own directory under `<temp>/dq-testkit/` and is torn down three ways:
+//! by `Drop`; by a watchdog process that notices the test process is gone (the shared instances
+//! sit in `static`s, which are never dropped, so this is how they end, also after `SIGKILL` or
+//! Ctrl-C); and by a sweep, when a later test process starts its first instance, of every directory
+//! whose owner process is dead.
+//!
+//! # Layout
+//! - `postgres.rs`: [`Postgres`], [`shared_postgres`].
+//! - `moto.rs`: [`Moto`], [`shared_moto`].
+//! - `instance.rs`: instance directories, the watchdog and the sweep.
+//! - [`http`]: one-shot HTTP/1.1 requests to local services.
+//! - `error.rs`: [`Error`], [`Result`].
+//!
+//! # Example
+//! ```no_run
+//! let pg = testkit::shared_postgres();
+//! let dsn = pg.create_database(&testkit::unique_name("my_test")).unwrap();
+//! // connect with `dsn` ...
+//! let moto = testkit::shared_moto();
+//! moto.create_bucket(&testkit::unique_name("bucket")).unwrap();
+//! ```
+#![warn(missing_docs)]
+
+mod error;
+pub mod http;
+mod instance;
+mod moto;
+mod postgres;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use error::{Error, Result};
+pub use moto::{shared_moto, Moto, ACCESS_KEY, REGION, SECRET_KEY, VENV_ENV};
+pub use postgres::{
+    shared_postgres, Postgres, DEFAULT_PG_BIN, DEFAULT_PG_USER, PG_BIN_ENV, PG_USER_ENV,
+};
+
+/// Returns a TCP port on 127.0.0.1 that was free a moment ago.
+///
+/// The port is released before returning, so another process may take it; the services retry
+/// with a new port when that happens.
+pub fn free_port() -> Result<u16> {
+    TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|e| Error::io("bind 127.0.0.1:0 to find a free port", e))
+}
+
+/// Returns the workspace root: the nearest directory at or above `CARGO_MANIFEST_DIR` whose
+/// `Cargo.toml` has a `[workspace]` table.
+///
+/// `CARGO_MANIFEST_DIR` is read at run time (cargo sets it when it runs tests); when it is unset or
+/// leads to no workspace, the search starts from this crate's own directory as it was at build
+/// time. Should that fail too (a test binary moved away from its sources), the result is the
+/// build-time `shared/testkit/../..`, where the root is in this repository's layout.
+pub fn workspace_root() -> PathBuf {
+    let built_here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .and_then(|dir| find_workspace_root(Path::new(&dir)))
+        .or_else(|| find_workspace_root(built_here))
+        .unwrap_or_else(|| built_here.join("..").join(".."))
+}
+
+fn find_workspace_root(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find_map(|dir| {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+        manifest
+            .lines()
+            .any(|line| line.trim() == "[workspace]")
+            .then(|| dir.to_path_buf())
+    })
+}
+
+/// Returns `<prefix>-<pid>-<n>-<random>`: unique across the tests of a process and, with high
+/// probability, across processes.
+///
+/// The result is valid as a PostgreSQL database name (for [`Postgres::create_database`]), an S3
+/// bucket name and a DynamoDB table name: the prefix is lowercased, characters other than ASCII
+/// letters, digits and `-` become `-`, and it is shortened so that the whole name fits 63 bytes.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let suffix = format!(
+        "-{}-{}-{:06x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        instance::random_u64() & 0xff_ffff
+    );
+    let mut cleaned: String = prefix
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9') => c,
+            _ => '-',
+        })
+        .collect();
+    // S3 wants a letter or digit first.
+    if !cleaned.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        cleaned.insert(0, 't');
+    }
+    cleaned.truncate(63 - suffix.len());
+    cleaned + &suffix
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_names_are_unique_and_portable() {
+        let first = unique_name("My_Test::case");
+        let second = unique_name("My_Test::case");
+        assert_ne!(first, second);
+        assert!(first.starts_with("my-test--case-"), "{first}");
+        let long = unique_name(&"x".repeat(100));
+        assert!(long.len() <= 63, "{long}");
+        assert!(unique_name("_x").starts_with("t-x-"));
+        assert!(unique_name("")
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+    }
+
+    #[test]
+    fn finds_this_workspace() {
+        let root = workspace_root();
+        assert!(root
+            .join("shared")
+            .join("testkit")
+            .join("Cargo.toml")
+            .is_file());
+    }
+
+    #[test]
+    fn free_port_is_nonzero() {
+        assert_ne!(free_port().unwrap(), 0);
+    }
+}
