@@ -39,24 +39,45 @@ fn seeded_fleet_round_trips_into_the_decoders(backend: Backend) {
         fleet,
         bundle_window: std::time::Duration::from_secs(4 * 3600),
         duplicate_every: 2,
+        split_every: 3,
+        late_every: 40,
         tombstone_every: 50,
     };
     let first = progress::head(&lake).unwrap() + 1;
     let report = rt.block_on(sim::seed(&writer, &opts, |_| {})).unwrap();
     assert!(
-        report.duplicate_bundles > 0 && report.tombstones > 0 && report.externalized > 0,
+        report.duplicate_bundles > 0 && report.split_bundles > 0,
+        "{report:?}"
+    );
+    assert!(
+        report.late_events > 0 && report.tombstones > 0 && report.externalized > 0,
         "{report:?}"
     );
     let (lo, hi) = report.snapshots.unwrap();
     assert_eq!(lo, first);
-    assert_eq!(
-        hi - lo + 1,
-        (report.bundles + report.duplicate_bundles) as i64,
-        "one snapshot per commit"
-    );
+    let commits = report.bundles + report.duplicate_bundles + report.split_bundles;
+    assert_eq!(report.commits, commits);
+    assert_eq!((hi - lo + 1) as u64, commits, "one snapshot per commit");
 
     let rows = read_feed(&lake, lo, hi);
     assert_eq!(rows.len() as u64, report.rows);
+    // A redelivered externalized event keeps its header but gets a new blob key (din-raw §4.4).
+    let mut blob_keys: std::collections::HashMap<String, std::collections::HashSet<&str>> =
+        Default::default();
+    for row in rows.iter().filter(|r| r.data_index_key.is_some()) {
+        let key = format!(
+            "{}!{}!{}!{}!{}",
+            row.subject, row.time, row.event_type, row.source, row.id
+        );
+        blob_keys
+            .entry(key)
+            .or_default()
+            .extend(row.data_index_key.as_deref());
+    }
+    assert!(
+        blob_keys.values().any(|keys| keys.len() > 1),
+        "no redelivered blob row"
+    );
     let mut events = Vec::with_capacity(rows.len());
     for row in &rows {
         let (mut event, extras) = row.to_event_checked();

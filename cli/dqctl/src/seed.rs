@@ -47,6 +47,12 @@ pub struct Args {
     /// Commit every Nth bundle twice (din redelivery); 0 = never.
     #[arg(long, default_value_t = 10)]
     duplicate_every: u32,
+    /// Commit every Nth bundle as two snapshots (din bisection); 0 = never.
+    #[arg(long, default_value_t = 7)]
+    split_every: u32,
+    /// Deliver every Nth event two bundles late; 0 = never.
+    #[arg(long, default_value_t = 97)]
+    late_every: u32,
     /// Void every Nth status event with a later tombstone; 0 = never.
     #[arg(long, default_value_t = 500)]
     tombstone_every: u32,
@@ -113,6 +119,8 @@ fn seed(args: &Args) -> anyhow::Result<()> {
         },
         bundle_window: Duration::from_secs(args.bundle_minutes.max(1) * 60),
         duplicate_every: args.duplicate_every,
+        split_every: args.split_every,
+        late_every: args.late_every,
         tombstone_every: args.tombstone_every,
     };
     let estimate = fleet::Fleet::new(opts.fleet.clone())?.estimated_events();

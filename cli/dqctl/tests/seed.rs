@@ -40,14 +40,18 @@ fn seeds_into(catalog: &str, dir: &Path) {
             "1536",
             "--duplicate-every",
             "3",
+            "--split-every",
+            "4",
         ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "dqctl seed failed: {stderr}");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json summary");
     let report = &json["report"];
-    let commits =
-        report["bundles"].as_i64().unwrap() + report["duplicate_bundles"].as_i64().unwrap();
+    let commits = report["bundles"].as_i64().unwrap()
+        + report["duplicate_bundles"].as_i64().unwrap()
+        + report["split_bundles"].as_i64().unwrap();
+    assert_eq!(report["commits"].as_i64().unwrap(), commits, "{json}");
     // Snapshots 1..3 create and lay out raw_events; each commit adds exactly one.
     assert_eq!(
         json["head_snapshot"].as_i64().unwrap(),

@@ -1,7 +1,7 @@
 //! Streams a synthetic fleet into the lake as din would: events grouped into bundles by a window
-//! of fleet time, with din's deliberate faults mixed in deterministically — whole-bundle
-//! redelivery (the same rows committed again as a new snapshot) and tombstones that void an
-//! earlier event in a later bundle.
+//! of fleet time, with din's faults (din-raw §13) mixed in deterministically — redelivered
+//! bundles (a new snapshot of the same rows, blobs under new keys), bundles split into two
+//! snapshots, late arrivals, and tombstones that void an earlier event in a later bundle.
 
 use std::time::Duration;
 
@@ -14,16 +14,21 @@ use crate::{tombstone, Result, Writer};
 /// The EIP-55 address the simulated attester signs tombstones with.
 pub const ATTESTER: &str = "0x07B584f6a7125491C991ca2a45ab9e641B1CeE1b";
 
-/// How to seed.
+/// How to seed. Every fault knob is "every Nth", 0 = never, so runs are deterministic.
 #[derive(Debug, Clone)]
 pub struct SeedOptions {
     /// The fleet to generate.
     pub fleet: FleetConfig,
     /// Fleet time per bundle (din flushes a sink buffer every few minutes).
     pub bundle_window: Duration,
-    /// Re-commit every Nth bundle a second time (redelivery after a lost ack); 0 = never.
+    /// Re-commit every Nth bundle (redelivery after a lost ack): the same rows as a new snapshot,
+    /// except that externalized payloads get new blob keys, as a retried din request does.
     pub duplicate_every: u32,
-    /// Void every Nth status event with a tombstone in the next bundle; 0 = never.
+    /// Commit every Nth bundle as two halves (din's bisecting isolation): two snapshots.
+    pub split_every: u32,
+    /// Hold every Nth event back two bundles (a late arrival landing in an old partition).
+    pub late_every: u32,
+    /// Void every Nth status event with a tombstone in the next bundle.
     pub tombstone_every: u32,
 }
 
@@ -33,6 +38,8 @@ impl Default for SeedOptions {
             fleet: FleetConfig::default(),
             bundle_window: Duration::from_secs(3600),
             duplicate_every: 0,
+            split_every: 0,
+            late_every: 0,
             tombstone_every: 0,
         }
     }
@@ -45,16 +52,36 @@ pub struct SeedReport {
     pub events: u64,
     /// Rows appended to `raw_events` (events + redelivered copies + tombstones).
     pub rows: u64,
-    /// Bundles committed (each one snapshot).
+    /// Bundles formed (before redelivery and splitting).
     pub bundles: u64,
+    /// Commits made, each one snapshot.
+    pub commits: u64,
     /// Bundles committed twice.
     pub duplicate_bundles: u64,
+    /// Bundles committed as two halves.
+    pub split_bundles: u64,
+    /// Events delivered two bundles late.
+    pub late_events: u64,
     /// Tombstones written.
     pub tombstones: u64,
-    /// Payloads moved to the blob store.
+    /// Payloads moved to the blob store (redelivered copies included).
     pub externalized: u64,
     /// First and last snapshot written.
     pub snapshots: Option<(i64, i64)>,
+}
+
+impl SeedReport {
+    fn committed(&mut self, snapshot: Option<i64>, rows: usize) {
+        if let Some(s) = snapshot {
+            self.snapshots = Some((self.snapshots.map_or(s, |(first, _)| first), s));
+            self.commits += 1;
+        }
+        self.rows += rows as u64;
+    }
+}
+
+fn every(n: u32, count: u64) -> bool {
+    n > 0 && count.is_multiple_of(u64::from(n))
 }
 
 /// Generates `opts.fleet` and writes it through `writer`, calling `progress(events_done)` after
@@ -66,65 +93,59 @@ pub async fn seed(
 ) -> Result<SeedReport> {
     let fleet = Fleet::new(opts.fleet.clone())?;
     let mut report = SeedReport::default();
-    let mut pending_tombstones: Vec<RawEvent> = Vec::new();
-    let mut status_seen = 0u64;
-    for chunk in fleet.chunks(opts.bundle_window) {
+    // Events waiting for a later bundle: tombstones (next bundle) and late arrivals (the one after).
+    let mut next: Vec<RawEvent> = Vec::new();
+    let mut after_next: Vec<RawEvent> = Vec::new();
+    let (mut status_seen, mut events_seen) = (0u64, 0u64);
+    let mut chunks = fleet.chunks(opts.bundle_window).peekable();
+    while chunks.peek().is_some() || !next.is_empty() || !after_next.is_empty() {
+        let chunk = chunks.next().unwrap_or_default();
         report.events += chunk.len() as u64;
-        let mut bundle = std::mem::take(&mut pending_tombstones);
-        report.tombstones += bundle.len() as u64;
-        for event in &chunk {
-            if event.header.event_type == types::STATUS && opts.tombstone_every > 0 {
+        let mut bundle = std::mem::replace(&mut next, std::mem::take(&mut after_next));
+        for event in chunk {
+            events_seen += 1;
+            if event.header.event_type == types::STATUS {
                 status_seen += 1;
-                if status_seen.is_multiple_of(u64::from(opts.tombstone_every)) {
+                if every(opts.tombstone_every, status_seen) {
                     let id = format!("tomb-{}", event.header.id);
-                    pending_tombstones.push(tombstone(
-                        event,
-                        ATTESTER,
-                        &id,
-                        event.header.time,
-                        "simulated retraction",
-                    ));
+                    let reason = "simulated retraction";
+                    next.push(tombstone(&event, ATTESTER, &id, event.header.time, reason));
+                    report.tombstones += 1;
                 }
             }
+            if every(opts.late_every, events_seen) {
+                report.late_events += 1;
+                after_next.push(event);
+            } else {
+                bundle.push(event);
+            }
         }
-        bundle.extend(chunk);
         if bundle.is_empty() {
             continue;
         }
+        report.bundles += 1;
         let (rows, externalized) = writer.prepare(&bundle).await?;
-        let mut commits = 1;
-        report.bundles += 1;
-        if opts.duplicate_every > 0
-            && report
-                .bundles
-                .is_multiple_of(u64::from(opts.duplicate_every))
-        {
-            commits = 2;
-            report.duplicate_bundles += 1;
-        }
-        for _ in 0..commits {
-            if let Some(snapshot) = writer.commit(&rows)? {
-                let first = report.snapshots.map_or(snapshot, |(f, _)| f);
-                report.snapshots = Some((first, snapshot));
-            }
-            report.rows += rows.len() as u64;
-        }
         report.externalized += externalized as u64;
-        progress(report.events);
-    }
-    if !pending_tombstones.is_empty() {
-        report.tombstones += pending_tombstones.len() as u64;
-        report.rows += pending_tombstones.len() as u64;
-        report.bundles += 1;
-        if let Some(snapshot) = writer.write_bundle(&pending_tombstones).await?.snapshot {
-            let first = report.snapshots.map_or(snapshot, |(f, _)| f);
-            report.snapshots = Some((first, snapshot));
+        if every(opts.split_every, report.bundles) && rows.len() > 1 {
+            report.split_bundles += 1;
+            let (a, b) = rows.split_at(rows.len() / 2);
+            report.committed(writer.commit(a)?, a.len());
+            report.committed(writer.commit(b)?, b.len());
+        } else {
+            report.committed(writer.commit(&rows)?, rows.len());
         }
+        if every(opts.duplicate_every, report.bundles) {
+            report.duplicate_bundles += 1;
+            let (rows, externalized) = writer.prepare(&bundle).await?;
+            report.externalized += externalized as u64;
+            report.committed(writer.commit(&rows)?, rows.len());
+        }
+        progress(report.events);
     }
     tracing::info!(
         events = report.events,
         rows = report.rows,
-        bundles = report.bundles,
+        commits = report.commits,
         "seed finished"
     );
     Ok(report)

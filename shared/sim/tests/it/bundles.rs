@@ -236,3 +236,49 @@ fn data_path_on_s3() {
         .unwrap();
     assert_eq!(n, 40);
 }
+
+/// Several din sinks append to one PostgreSQL catalog at once: nothing is lost, every bundle is
+/// its own snapshot.
+#[test]
+fn concurrent_writers_lose_nothing() {
+    let t = lake::testing::TestLake::new(Backend::Postgres);
+    {
+        let lake = t.open().unwrap();
+        lake::raw::ensure(&lake).unwrap();
+    }
+    let start = progress::head(&t.open().unwrap()).unwrap();
+    std::thread::scope(|scope| {
+        for w in 0..3u32 {
+            let t = &t;
+            scope.spawn(move || {
+                let lake = t.open().unwrap();
+                let rt = runtime();
+                let writer = Writer::new(&lake, None);
+                for b in 0..4u32 {
+                    let events: Vec<_> = (0..15u32)
+                        .map(|i| {
+                            status(
+                                i,
+                                &format!("w{w}-b{b}-{i}"),
+                                at(i64::from(w * 1000 + b * 20 + i), 0),
+                                "{}",
+                            )
+                        })
+                        .collect();
+                    rt.block_on(writer.write_bundle(&events)).unwrap();
+                }
+            });
+        }
+    });
+    let lake = t.open().unwrap();
+    assert_eq!(progress::head(&lake).unwrap(), start + 12);
+    let (n, distinct): (i64, i64) = lake
+        .conn()
+        .query_row(
+            "SELECT count(*), count(DISTINCT id) FROM lake.raw_events",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((n, distinct), (180, 180));
+}
