@@ -11,7 +11,7 @@ DEMO_DIR ?= $(CURDIR)/.local/demo
 DEMO_VEHICLES ?= 12
 DEMO_DAYS ?= 2
 
-.PHONY: help extensions venv build fmt lint test test-only demo bench-decode clean-demo
+.PHONY: help extensions venv build fmt lint test test-only fuzz-build demo bench-decode clean-demo
 
 help:
 	@echo "make demo          seed a local lake with a small fleet and show what was written"
@@ -38,7 +38,11 @@ lint: fmt
 test-only: extensions venv
 	$(CARGO) test --workspace --no-fail-fast
 
-test: extensions venv lint test-only
+# The decoder fuzz target must keep building (running it needs nightly: shared/decode/fuzz/README.md).
+fuzz-build:
+	$(CARGO) build --manifest-path shared/decode/fuzz/Cargo.toml
+
+test: extensions venv lint test-only fuzz-build
 
 # Starts from an empty lake each time so the output is reproducible. A low blob threshold makes
 # the larger vendor payloads take din's blob path too.
