@@ -1,0 +1,211 @@
+//! [`JwksCache`]: a [`KeySet`] kept fresh from an injected fetch.
+//!
+//! The fetch is a [`JwksFetcher`] (any `Fn() -> impl Future<Output = Result<Vec<u8>, _>>`
+//! works), so this crate needs no HTTP client: the function crate fetches the JWKS URL (or the
+//! issuer's discovery document, see [`crate::config::discovery_url`]) with its own client.
+//!
+//! Rules (dq-query.md §5.1: "caching provider TTL 1 minute", issue 5: "refreshed on unknown
+//! `kid`"):
+//! - keys older than [`CacheConfig::ttl`] are refreshed before use; when that refresh fails the
+//!   stale keys keep serving (logged) rather than failing every request;
+//! - an unknown `kid` triggers a refresh, at most once per [`CacheConfig::min_refresh_interval`]
+//!   (so a stream of garbage `kid`s cannot hammer the issuer);
+//! - refreshes are single-flight: concurrent callers wait for the one in progress and then
+//!   look again.
+
+use crate::error::{AuthError, Result};
+use crate::keys::KeySet;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// A failed JWKS fetch (transport or HTTP status), as text for logs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JwksFetchError(pub String);
+
+impl JwksFetchError {
+    /// Wraps any displayable error.
+    pub fn new(e: impl fmt::Display) -> Self {
+        JwksFetchError(e.to_string())
+    }
+}
+
+/// The boxed future a [`JwksFetcher`] returns.
+pub type FetchFuture<'a> =
+    Pin<Box<dyn Future<Output = std::result::Result<Vec<u8>, JwksFetchError>> + Send + 'a>>;
+
+/// Fetches the JWKS document bytes.
+pub trait JwksFetcher: Send + Sync {
+    /// Fetches the current JWKS JSON.
+    fn fetch(&self) -> FetchFuture<'_>;
+}
+
+impl<F, Fut> JwksFetcher for F
+where
+    F: Fn() -> Fut + Send + Sync,
+    Fut: Future<Output = std::result::Result<Vec<u8>, JwksFetchError>> + Send + 'static,
+{
+    fn fetch(&self) -> FetchFuture<'_> {
+        Box::pin(self())
+    }
+}
+
+/// Cache timings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// Age after which keys are refreshed before use (Go: 1 minute).
+    pub ttl: Duration,
+    /// Minimum time between two fetches triggered by unknown `kid`s or failures.
+    pub min_refresh_interval: Duration,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            ttl: Duration::from_secs(60),
+            min_refresh_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+struct State {
+    keys: Arc<KeySet>,
+    /// When `keys` were fetched successfully.
+    fetched_at: Option<Instant>,
+    /// When the last fetch (successful or not) started.
+    attempted_at: Option<Instant>,
+    /// Bumped when a fetch attempt ends; lets a waiter see that someone else just fetched.
+    generation: u64,
+}
+
+/// A [`KeySet`] refreshed through a [`JwksFetcher`]. Share it in an `Arc`.
+pub struct JwksCache {
+    fetcher: Box<dyn JwksFetcher>,
+    config: CacheConfig,
+    state: Mutex<State>,
+    refresh: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for JwksCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JwksCache")
+            .field("config", &self.config)
+            .field("keys", &self.current())
+            .finish()
+    }
+}
+
+impl JwksCache {
+    /// An empty cache; the first use fetches (or call [`JwksCache::prime`] at cold start).
+    pub fn new(fetcher: impl JwksFetcher + 'static, config: CacheConfig) -> JwksCache {
+        JwksCache {
+            fetcher: Box::new(fetcher),
+            config,
+            state: Mutex::new(State {
+                keys: Arc::new(KeySet::empty()),
+                fetched_at: None,
+                attempted_at: None,
+                generation: 0,
+            }),
+            refresh: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Fetches now, ignoring the rate limit; for cold start, so a broken JWKS URL fails the
+    /// boot instead of the first request.
+    ///
+    /// # Errors
+    /// [`AuthError::KeysUnavailable`] when the fetch fails or holds no usable key.
+    pub async fn prime(&self) -> Result<Arc<KeySet>> {
+        let _guard = self.refresh.lock().await;
+        self.fetch_and_store().await
+    }
+
+    /// The keys currently held (possibly empty or stale).
+    pub fn current(&self) -> Arc<KeySet> {
+        Arc::clone(&self.lock().keys)
+    }
+
+    /// The key set to verify a token signed with `kid`, refreshing per the module rules.
+    ///
+    /// # Errors
+    /// [`AuthError::KeysUnavailable`] when no keys were ever fetched successfully. An unknown
+    /// `kid` is NOT an error here: the returned set simply lacks it.
+    pub async fn keys_for(&self, kid: &str) -> Result<Arc<KeySet>> {
+        let now = Instant::now();
+        let (keys, generation, stale, may_refetch) = {
+            let st = self.lock();
+            let stale = st
+                .fetched_at
+                .is_none_or(|t| now.saturating_duration_since(t) >= self.config.ttl);
+            let may_refetch = st.attempted_at.is_none_or(|t| {
+                now.saturating_duration_since(t) >= self.config.min_refresh_interval
+            });
+            (Arc::clone(&st.keys), st.generation, stale, may_refetch)
+        };
+        let unknown = !keys.contains(kid);
+        // A stale-but-present set is refreshed at most once per interval as well, so a failing
+        // issuer is not fetched on every request.
+        let never_fetched = keys.is_empty() && generation == 0;
+        let want = never_fetched || ((stale || unknown) && may_refetch);
+        if !want {
+            return if keys.is_empty() {
+                Err(AuthError::KeysUnavailable("no jwks fetched yet".into()))
+            } else {
+                Ok(keys)
+            };
+        }
+
+        let _guard = self.refresh.lock().await;
+        {
+            // Someone refreshed while we waited: use their result.
+            let st = self.lock();
+            if st.generation != generation {
+                let keys = Arc::clone(&st.keys);
+                drop(st);
+                return if keys.is_empty() {
+                    Err(AuthError::KeysUnavailable("jwks fetch failed".into()))
+                } else {
+                    Ok(keys)
+                };
+            }
+        }
+        match self.fetch_and_store().await {
+            Ok(fresh) => Ok(fresh),
+            Err(e) if !keys.is_empty() => {
+                tracing::warn!(error = %e, "jwks refresh failed; serving the cached keys");
+                Ok(keys)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Fetches and stores. Callers hold the refresh lock. The generation moves when the
+    /// attempt ENDS (success or not), so a caller that looked while it was in flight sees it
+    /// move and reuses the outcome instead of fetching again.
+    async fn fetch_and_store(&self) -> Result<Arc<KeySet>> {
+        self.lock().attempted_at = Some(Instant::now());
+        let result = match self.fetcher.fetch().await {
+            Ok(bytes) => KeySet::from_jwks_json(&bytes).map(Arc::new),
+            Err(e) => Err(AuthError::KeysUnavailable(format!(
+                "jwks fetch failed: {e}"
+            ))),
+        };
+        let mut st = self.lock();
+        st.generation = st.generation.wrapping_add(1);
+        if let Ok(set) = &result {
+            st.keys = Arc::clone(set);
+            st.fetched_at = Some(Instant::now());
+        }
+        result
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state is plain data updated in single assignments; a poisoned lock still holds
+        // a consistent value.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

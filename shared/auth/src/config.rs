@@ -1,0 +1,300 @@
+//! Auth settings (dq-query.md §6.6 plus issue 7's service callers), read once at start-up.
+
+use crate::service::{InvalidArn, ServiceAllowList};
+use crate::validate::ValidationConfig;
+use std::fmt;
+
+/// Token issuer; `iss` must equal it. Unset: no token can be validated.
+pub const TOKEN_EXCHANGE_ISSUER_URL: &str = "TOKEN_EXCHANGE_ISSUER_URL";
+/// JWKS URL. Unset: discovered from the issuer (`<issuer>/.well-known/openid-configuration`).
+pub const TOKEN_EXCHANGE_JWK_KEY_SET_URL: &str = "TOKEN_EXCHANGE_JWK_KEY_SET_URL";
+/// gRPC: a call without a token is refused by the interceptor ("missing bearer token").
+pub const FETCH_GRPC_REQUIRE_JWT: &str = "FETCH_GRPC_REQUIRE_JWT";
+/// identity-api GraphQL endpoint for device → vehicle links; unset: cross-subject access is
+/// always denied.
+pub const IDENTITY_API_URL: &str = "IDENTITY_API_URL";
+/// New (issue 7): IAM caller ARNs (comma or whitespace separated) served by FetchService
+/// without a token when they arrive through an IAM-authorized API Gateway route.
+pub const FETCH_IAM_ALLOWED_CALLERS: &str = "FETCH_IAM_ALLOWED_CALLERS";
+/// New (issue 7), local only: serve FetchService callers that present no token as a trusted
+/// service. Refused inside Lambda.
+pub const FETCH_GRPC_TRUST_UNAUTHENTICATED: &str = "FETCH_GRPC_TRUST_UNAUTHENTICATED";
+/// Set by the Lambda runtime; used to refuse local-only settings there.
+pub const AWS_LAMBDA_FUNCTION_NAME: &str = "AWS_LAMBDA_FUNCTION_NAME";
+
+/// Where the signing keys come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksLocation {
+    /// `TOKEN_EXCHANGE_JWK_KEY_SET_URL`.
+    Url(String),
+    /// OIDC discovery from the issuer: fetch [`discovery_url`], then its `jwks_uri`
+    /// ([`jwks_uri_from_discovery`]).
+    Discover {
+        /// The issuer URL.
+        issuer: String,
+    },
+}
+
+/// The OIDC discovery document URL of `issuer`.
+pub fn discovery_url(issuer: &str) -> String {
+    format!(
+        "{}/.well-known/openid-configuration",
+        issuer.trim_end_matches('/')
+    )
+}
+
+/// The `jwks_uri` of an OIDC discovery document, if present.
+pub fn jwks_uri_from_discovery(json: &[u8]) -> Option<String> {
+    let doc: serde_json::Value = serde_json::from_slice(json).ok()?;
+    doc.get("jwks_uri")?
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// One bad setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The environment key.
+    pub key: &'static str,
+    /// What is wrong (never the value of a secret; none of these keys is one).
+    pub reason: String,
+}
+
+/// Every bad setting found, not just the first.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// The problems, in key order.
+    pub problems: Vec<ConfigProblem>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid auth settings: ")?;
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{}: {}", p.key, p.reason)?;
+        }
+        Ok(())
+    }
+}
+
+/// The auth settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AuthSettings {
+    /// `TOKEN_EXCHANGE_ISSUER_URL`.
+    pub issuer: Option<String>,
+    /// `TOKEN_EXCHANGE_JWK_KEY_SET_URL`.
+    pub jwks_url: Option<String>,
+    /// `FETCH_GRPC_REQUIRE_JWT` (default false).
+    pub grpc_require_jwt: bool,
+    /// `IDENTITY_API_URL`.
+    pub identity_api_url: Option<String>,
+    /// `FETCH_IAM_ALLOWED_CALLERS`.
+    pub iam_allowed_callers: ServiceAllowList,
+    /// `FETCH_GRPC_TRUST_UNAUTHENTICATED` (default false; refused in Lambda).
+    pub grpc_trust_unauthenticated: bool,
+}
+
+/// Go's `strconv.ParseBool`.
+fn parse_go_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+fn is_http_url(s: &str) -> bool {
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"));
+    rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/') && !r.contains(char::is_whitespace))
+}
+
+impl AuthSettings {
+    /// Reads the process environment.
+    ///
+    /// # Errors
+    /// [`ConfigError`] listing every bad key.
+    pub fn from_env() -> Result<AuthSettings, ConfigError> {
+        AuthSettings::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads settings through `lookup` (tests, settings files). Empty values count as unset.
+    ///
+    /// # Errors
+    /// [`ConfigError`] listing every bad key.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<AuthSettings, ConfigError> {
+        let get = |k: &str| {
+            lookup(k)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let mut problems = Vec::new();
+        let mut url = |key: &'static str| {
+            let v = get(key)?;
+            if is_http_url(&v) {
+                Some(v)
+            } else {
+                problems.push(ConfigProblem {
+                    key,
+                    reason: "must be an absolute http(s) URL".into(),
+                });
+                None
+            }
+        };
+        let issuer = url(TOKEN_EXCHANGE_ISSUER_URL);
+        let jwks_url = url(TOKEN_EXCHANGE_JWK_KEY_SET_URL);
+        let identity_api_url = url(IDENTITY_API_URL);
+        let mut boolean = |key: &'static str| match get(key) {
+            None => false,
+            Some(v) => parse_go_bool(&v).unwrap_or_else(|| {
+                problems.push(ConfigProblem {
+                    key,
+                    reason: "must be a boolean (true/false/1/0)".into(),
+                });
+                false
+            }),
+        };
+        let grpc_require_jwt = boolean(FETCH_GRPC_REQUIRE_JWT);
+        let grpc_trust_unauthenticated = boolean(FETCH_GRPC_TRUST_UNAUTHENTICATED);
+        let iam_allowed_callers = match get(FETCH_IAM_ALLOWED_CALLERS) {
+            None => ServiceAllowList::empty(),
+            Some(v) => ServiceAllowList::parse(&v).unwrap_or_else(|e: InvalidArn| {
+                problems.push(ConfigProblem {
+                    key: FETCH_IAM_ALLOWED_CALLERS,
+                    reason: e.to_string(),
+                });
+                ServiceAllowList::empty()
+            }),
+        };
+        if grpc_trust_unauthenticated && get(AWS_LAMBDA_FUNCTION_NAME).is_some() {
+            problems.push(ConfigProblem {
+                key: FETCH_GRPC_TRUST_UNAUTHENTICATED,
+                reason: "is for local deployments and is refused inside Lambda".into(),
+            });
+        }
+        if issuer.is_none() && jwks_url.is_some() {
+            problems.push(ConfigProblem {
+                key: TOKEN_EXCHANGE_ISSUER_URL,
+                reason: format!("is required when {TOKEN_EXCHANGE_JWK_KEY_SET_URL} is set"),
+            });
+        }
+        if !problems.is_empty() {
+            return Err(ConfigError { problems });
+        }
+        Ok(AuthSettings {
+            issuer,
+            jwks_url,
+            grpc_require_jwt,
+            identity_api_url,
+            iam_allowed_callers,
+            grpc_trust_unauthenticated,
+        })
+    }
+
+    /// The token rules, when an issuer is configured.
+    pub fn validation_config(&self) -> Option<ValidationConfig> {
+        self.issuer.as_deref().map(ValidationConfig::new)
+    }
+
+    /// Where to fetch keys, when an issuer is configured.
+    pub fn jwks_location(&self) -> Option<JwksLocation> {
+        match (&self.jwks_url, &self.issuer) {
+            (Some(url), _) => Some(JwksLocation::Url(url.clone())),
+            (None, Some(issuer)) => Some(JwksLocation::Discover {
+                issuer: issuer.clone(),
+            }),
+            (None, None) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(pairs: &[(&str, &str)]) -> Result<AuthSettings, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        AuthSettings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_and_values() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s, AuthSettings::default());
+        assert_eq!(s.jwks_location(), None);
+        let s = settings(&[
+            (TOKEN_EXCHANGE_ISSUER_URL, "https://auth.dimo.zone"),
+            (FETCH_GRPC_REQUIRE_JWT, "true"),
+            (
+                FETCH_IAM_ALLOWED_CALLERS,
+                "arn:aws:iam::1:role/a,arn:aws:iam::1:role/b",
+            ),
+        ])
+        .unwrap();
+        assert!(s.grpc_require_jwt);
+        assert_eq!(s.iam_allowed_callers.entries().count(), 2);
+        assert_eq!(
+            s.jwks_location(),
+            Some(JwksLocation::Discover {
+                issuer: "https://auth.dimo.zone".into()
+            })
+        );
+        assert_eq!(
+            s.validation_config().map(|c| (c.audience, c.leeway_secs)),
+            Some(("dimo.zone".into(), 0))
+        );
+        assert_eq!(
+            discovery_url("https://auth.dimo.zone/"),
+            "https://auth.dimo.zone/.well-known/openid-configuration"
+        );
+        assert_eq!(
+            jwks_uri_from_discovery(br#"{"jwks_uri":"https://auth.dimo.zone/keys"}"#),
+            Some("https://auth.dimo.zone/keys".into())
+        );
+        assert_eq!(jwks_uri_from_discovery(b"{}"), None);
+    }
+
+    #[test]
+    fn every_problem_is_listed() {
+        let e = settings(&[
+            (TOKEN_EXCHANGE_ISSUER_URL, "auth.dimo.zone"),
+            (
+                TOKEN_EXCHANGE_JWK_KEY_SET_URL,
+                "https://auth.dimo.zone/keys",
+            ),
+            (FETCH_GRPC_REQUIRE_JWT, "yes"),
+            (FETCH_IAM_ALLOWED_CALLERS, "arn:aws:iam::1:role/*"),
+            (FETCH_GRPC_TRUST_UNAUTHENTICATED, "1"),
+            (AWS_LAMBDA_FUNCTION_NAME, "dq-fetch"),
+        ])
+        .unwrap_err();
+        let keys: Vec<&str> = e.problems.iter().map(|p| p.key).collect();
+        assert_eq!(
+            keys,
+            [
+                TOKEN_EXCHANGE_ISSUER_URL,
+                FETCH_GRPC_REQUIRE_JWT,
+                FETCH_IAM_ALLOWED_CALLERS,
+                FETCH_GRPC_TRUST_UNAUTHENTICATED,
+                TOKEN_EXCHANGE_ISSUER_URL,
+            ]
+        );
+        // Local trust outside Lambda is fine.
+        assert!(
+            settings(&[(FETCH_GRPC_TRUST_UNAUTHENTICATED, "true")])
+                .unwrap()
+                .grpc_trust_unauthenticated
+        );
+    }
+}

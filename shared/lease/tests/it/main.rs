@@ -1,0 +1,11 @@
+//! Integration tests of the lease against its real backends: moto's DynamoDB API and OS file
+//! locks (across handles and across processes).
+//!
+//! One test binary; add tests to the module of their area:
+//! - `dynamo`: the DynamoDB item (exclusion, takeover, fencing, concurrency, table setup).
+//! - `local`: the lock-file lease (exclusion, release on drop and crash, fence across processes).
+//! - `support`: helpers shared by the modules above.
+
+mod dynamo;
+mod local;
+mod support;

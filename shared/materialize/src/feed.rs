@@ -1,0 +1,148 @@
+//! Reading raw rows: the change feed of a span (`ducklake_table_changes`, inserts only) or the
+//! base table over a time range (backfill), paged by a total keyset (subject, time, id, rowid),
+//! so rows sharing (subject, time, id) — redelivered bundles — are never skipped at a page edge
+//! (the Go system's keyset lacked the tie-break).
+
+use chrono::{DateTime, Utc};
+use dq_cloudevent::RawRow;
+use lake::duckdb::{params_from_iter, Connection};
+use lake::Lake;
+
+use crate::keys::FEED_KEYSET;
+use crate::Result;
+
+/// Where raw rows come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Inserts of snapshots `(from, to]` of `lake.raw_events`.
+    Changes {
+        /// Exclusive lower snapshot (the cursor).
+        from: i64,
+        /// Inclusive upper snapshot.
+        to: i64,
+    },
+    /// `lake.raw_events` rows with `from <= "time" < to` (works after snapshot expiry).
+    Range {
+        /// Inclusive start.
+        from: DateTime<Utc>,
+        /// Exclusive end.
+        to: DateTime<Utc>,
+    },
+}
+
+/// The position after the last row read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyset {
+    subject: String,
+    time: DateTime<Utc>,
+    id: String,
+    rowid: i64,
+}
+
+/// One raw row and its keyset position.
+#[derive(Debug, Clone)]
+pub struct FeedRow {
+    /// The row.
+    pub row: RawRow,
+    /// Its position.
+    pub key: Keyset,
+}
+
+const COLUMNS: &str = "subject, \"time\", type, id, source, producer, data_content_type, \
+    data_version, extras, data, data_base64, data_index_key, voids_id, rowid";
+
+/// A timestamp literal DuckDB casts to TIMESTAMPTZ exactly (µs, UTC).
+pub fn ts_literal(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string()
+}
+
+/// Reads up to `limit` rows after `after` in keyset order.
+pub fn read_chunk(
+    lake: &Lake,
+    conn: &Connection,
+    source: Source,
+    after: Option<&Keyset>,
+    limit: usize,
+) -> Result<Vec<FeedRow>> {
+    let (from, mut filter) = match source {
+        Source::Changes { from, to } => (
+            format!(
+                "ducklake_table_changes('lake', 'main', 'raw_events', {}, {to})",
+                from + 1
+            ),
+            vec!["change_type = 'insert'".to_owned()],
+        ),
+        Source::Range { from, to } => (
+            "lake.raw_events".to_owned(),
+            vec![format!(
+                "\"time\" >= '{}'::TIMESTAMPTZ AND \"time\" < '{}'::TIMESTAMPTZ",
+                ts_literal(from),
+                ts_literal(to)
+            )],
+        ),
+    };
+    let mut params: Vec<lake::duckdb::types::Value> = Vec::new();
+    if let Some(k) = after {
+        filter.push(
+            "(subject > ? OR (subject = ? AND (\"time\" > ?::TIMESTAMPTZ OR (\"time\" = ?::TIMESTAMPTZ \
+             AND (id > ? OR (id = ? AND rowid > ?))))))"
+                .to_owned(),
+        );
+        let t = ts_literal(k.time);
+        params.extend([
+            k.subject.clone().into(),
+            k.subject.clone().into(),
+            t.clone().into(),
+            t.into(),
+            k.id.clone().into(),
+            k.id.clone().into(),
+            k.rowid.into(),
+        ]);
+    }
+    let sql = format!(
+        "SELECT {COLUMNS} FROM {from} WHERE {} ORDER BY {} LIMIT {limit}",
+        filter.join(" AND "),
+        FEED_KEYSET.join(", ")
+    );
+    let mut stmt = conn
+        .prepare(&sql)
+        .map_err(|e| lake.error("read raw_events", e))?;
+    let rows = stmt
+        .query_map(params_from_iter(params), |r| {
+            let subject: Option<String> = r.get(0)?;
+            let subject = subject.unwrap_or_default();
+            let time: DateTime<Utc> = r.get(1)?;
+            let id: Option<String> = r.get(3)?;
+            let id = id.unwrap_or_default();
+            let s = |i: usize| -> lake::duckdb::Result<String> {
+                Ok(r.get::<_, Option<String>>(i)?.unwrap_or_default())
+            };
+            let row = RawRow {
+                subject: subject.clone(),
+                time,
+                event_type: s(2)?,
+                id: id.clone(),
+                source: s(4)?,
+                producer: s(5)?,
+                data_content_type: s(6)?,
+                data_version: s(7)?,
+                extras: s(8)?,
+                data: r.get(9)?,
+                data_base64: r.get(10)?,
+                data_index_key: r.get(11)?,
+                voids_id: r.get(12)?,
+            };
+            Ok(FeedRow {
+                row,
+                key: Keyset {
+                    subject,
+                    time,
+                    id,
+                    rowid: r.get(13)?,
+                },
+            })
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| lake.error("read raw_events", e))?;
+    Ok(rows)
+}

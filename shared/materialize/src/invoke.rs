@@ -1,0 +1,157 @@
+//! One entry point for every materializer action, shared by the Lambda handler and the local
+//! binary: parse a request (an EventBridge scheduled event or `{"action": …}`), run it under the
+//! lease, return its summary as JSON.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::config::parse_go_duration;
+use crate::{Error, LeaseSession, Materializer, Result, RunSummary};
+
+/// A materializer request.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Action {
+    /// Decode one span (or drain until the deadline when `MATERIALIZER_DRAIN=true`).
+    Materialize,
+    /// Re-decode raw rows with `from <= time < to` without touching the cursor.
+    Backfill {
+        /// Inclusive start (RFC 3339).
+        from: DateTime<Utc>,
+        /// Exclusive end (RFC 3339).
+        to: DateTime<Utc>,
+    },
+    /// Delete decoded rows older than `retention` (Go duration; default `LAKE_DECODED_RETENTION`).
+    Prune {
+        /// e.g. `8760h`.
+        #[serde(default)]
+        retention: Option<String>,
+    },
+    /// Recompute both rollups from the base.
+    RebuildRollups,
+    /// Check the invariants.
+    Audit,
+}
+
+impl Action {
+    /// The action's name as used in payloads and `--action`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Materialize => "materialize",
+            Action::Backfill { .. } => "backfill",
+            Action::Prune { .. } => "prune",
+            Action::RebuildRollups => "rebuild-rollups",
+            Action::Audit => "audit",
+        }
+    }
+}
+
+/// Parses an invocation payload: `{"action": …}` or an EventBridge scheduled event (→ materialize).
+pub fn parse_request(payload: &Value) -> Result<Action> {
+    if payload.get("action").is_some() {
+        return serde_json::from_value(payload.clone()).map_err(|e| Error::InvalidRequest {
+            action: "invoke",
+            reason: e.to_string(),
+        });
+    }
+    let scheduled = payload.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event")
+        || payload.get("source").and_then(Value::as_str) == Some("aws.events");
+    if scheduled {
+        return Ok(Action::Materialize);
+    }
+    Err(Error::InvalidRequest {
+        action: "invoke",
+        reason: "expected an EventBridge scheduled event or an object with `action`".into(),
+    })
+}
+
+/// Runs `action`. `deadline` bounds a drain (minus `MATERIALIZER_DRAIN_MARGIN`); `until_caught_up`
+/// drains regardless of `MATERIALIZER_DRAIN` (the `--once` mode).
+pub async fn invoke(
+    m: &Materializer,
+    action: &Action,
+    lease: Option<&LeaseSession>,
+    deadline: Option<Instant>,
+    until_caught_up: bool,
+) -> Result<Value> {
+    let json = |v: Result<Value, serde_json::Error>| {
+        v.map_err(|e| Error::InvalidRequest {
+            action: "serialize",
+            reason: e.to_string(),
+        })
+    };
+    match action {
+        Action::Materialize => {
+            let summary = if until_caught_up || m.config().drain {
+                let margin = m.config().drain_margin;
+                let stop = deadline.map(|d| d.checked_sub(margin).unwrap_or_else(Instant::now));
+                m.drain(stop, lease).await?
+            } else {
+                let mut run = RunSummary::default();
+                run.push(&m.run_span(lease).await?);
+                run
+            };
+            json(serde_json::to_value(summary))
+        }
+        Action::Backfill { from, to } => {
+            json(serde_json::to_value(m.backfill(*from, *to, lease).await?))
+        }
+        Action::Prune { retention } => {
+            let retention = match retention {
+                Some(text) => parse_go_duration(text).ok_or_else(|| Error::InvalidRequest {
+                    action: "prune",
+                    reason: format!("retention `{text}` is not a duration like 8760h"),
+                })?,
+                None => m.config().retention.ok_or_else(|| Error::InvalidRequest {
+                    action: "prune",
+                    reason: "no retention given and LAKE_DECODED_RETENTION is not set".into(),
+                })?,
+            };
+            if retention < Duration::from_secs(1) {
+                return Err(Error::InvalidRequest {
+                    action: "prune",
+                    reason: "retention must be positive".into(),
+                });
+            }
+            if let Some(l) = lease {
+                l.check().await?;
+            }
+            json(serde_json::to_value(m.prune(retention)?))
+        }
+        Action::RebuildRollups => {
+            if let Some(l) = lease {
+                l.check().await?;
+            }
+            json(serde_json::to_value(m.rebuild_rollups()?))
+        }
+        Action::Audit => json(serde_json::to_value(m.audit()?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_requests() {
+        let scheduled = json!({"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
+        assert_eq!(parse_request(&scheduled).unwrap(), Action::Materialize);
+        let b = json!({"action": "backfill", "from": "2025-06-01T00:00:00Z", "to": "2025-06-02T00:00:00Z"});
+        assert!(matches!(
+            parse_request(&b).unwrap(),
+            Action::Backfill { .. }
+        ));
+        assert_eq!(
+            parse_request(&json!({"action": "rebuild-rollups"}))
+                .unwrap()
+                .name(),
+            "rebuild-rollups"
+        );
+        assert!(parse_request(&json!({"action": "nope"})).is_err());
+        assert!(parse_request(&json!({})).is_err());
+    }
+}

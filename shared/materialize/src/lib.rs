@@ -1,0 +1,49 @@
+//! The materializer protocol: turns din's `lake.raw_events` change feed into the decoded tables
+//! `lake.signals` / `lake.events` and their rollups, exactly once, under a single-writer lease
+//! (dq-materializer §2–9; issue 4 where it differs from the Go system).
+//!
+//! A *span* is the inserts of raw_events snapshots `(cursor, to]`, `to` bounded by
+//! `MATERIALIZER_MAX_SNAPSHOT_SPAN`. It is read in keyset-ordered windows bounded by rows and
+//! payload bytes; every window is decoded and written in its own transaction with idempotent
+//! inserts, and only the final window moves the cursor, with a CAS, in the same transaction as
+//! its rows. So the cursor has moved ⇔ every window of the span is durable, and a crash or a
+//! lost race replays a span harmlessly.
+//!
+//! Not here: decoding payloads (`decode`), fetching blobs (`blob`), the lease's storage
+//! (`lease`), the Lambda adapter (`functions/materializer`), serving reads (the query crate,
+//! which reuses [`keys`]).
+//!
+//! # Layout
+//! - [`config`]: environment keys and [`Config`].
+//! - [`schema`]: dq's tables, first-creation-only layout, the cursor row.
+//! - [`keys`]: the dedup/write keys (§5), defined once.
+//! - [`feed`]: change-feed and time-range reads with a total keyset.
+//! - [`resolve`]: extras, blobs (poison vs transient), base64 payloads, tombstones.
+//! - [`write`]: Arrow staging and the window transaction.
+//! - [`rollup`]: the rollup definitions, per-subject refresh, full rebuild, diff.
+//! - `pass.rs`: [`Materializer`]: spans, drains, backfill, prune, audit.
+//! - [`invoke`]: request parsing and dispatch for the Lambda and the local binary.
+//! - [`metrics`]: CloudWatch EMF lines.
+//! - [`summary`]: the `Serialize` reports.
+//! - `error.rs`: [`Error`], [`Result`].
+#![warn(missing_docs)]
+
+pub mod config;
+mod error;
+pub mod feed;
+pub mod invoke;
+pub mod keys;
+pub mod metrics;
+mod pass;
+pub mod resolve;
+pub mod rollup;
+pub mod schema;
+pub mod summary;
+pub mod write;
+
+pub use config::Config;
+pub use error::{is_commit_conflict, Error, Result};
+pub use pass::{Clock, LeaseSession, Materializer, MaterializerBuilder, SystemClock};
+pub use summary::{
+    AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
+};

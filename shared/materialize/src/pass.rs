@@ -1,0 +1,846 @@
+//! [`Materializer`]: the pass (dq-materializer §4), drains, backfill (§9), prune (§7), audit.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use blob::BlobStore;
+use chrono::{DateTime, Utc};
+use dq_cloudevent::{types, RawEvent};
+use dq_decode::decode_batch;
+use lake::duckdb::Connection;
+use lake::{progress, quote, Lake};
+use lease::{Lease, LeaseGuard};
+use tracing::{error, info, instrument, warn};
+
+use crate::config::{Config, CONSUMER};
+use crate::feed::{self, Keyset, Source};
+use crate::resolve::{self, Voided};
+use crate::schema::{self, CURSOR_PARTITION};
+use crate::summary::{
+    AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
+};
+use crate::write::{self, WindowPlan};
+use crate::{error::lake_message, is_commit_conflict, metrics, rollup, Error, Result};
+
+/// Rows per feed read inside a window (Go `windowReadChunk`).
+pub const CHUNK_ROWS: usize = 512;
+/// Hot-path consumer-progress throttle (Go `progressReportInterval`).
+pub const PROGRESS_INTERVAL: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
+/// Idle keepalive of the consumer-progress row (Go `progressKeepaliveInterval`).
+pub const PROGRESS_KEEPALIVE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
+
+/// Wall-clock source ("now" for decode skew, lag, retention, progress throttling).
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current time.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A held lease for one invocation: renewed between windows, checked right before each commit.
+pub struct LeaseSession {
+    lease: Lease,
+    guard: Mutex<LeaseGuard>,
+}
+
+impl std::fmt::Debug for LeaseSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseSession")
+            .field("lease", &self.lease.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeaseSession {
+    /// Acquires `lease` for its TTL; [`lease::LeaseError::Held`] means a peer is running.
+    pub async fn acquire(lease: Lease) -> lease::Result<LeaseSession> {
+        let guard = lease.acquire(lease.ttl()).await?;
+        Ok(LeaseSession {
+            lease,
+            guard: Mutex::new(guard),
+        })
+    }
+
+    fn guard(&self) -> LeaseGuard {
+        self.guard.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Extends the lease (between windows).
+    pub async fn renew(&self) -> Result<()> {
+        let renewed = self.lease.renew(&self.guard(), self.lease.ttl()).await?;
+        *self.guard.lock().unwrap_or_else(|p| p.into_inner()) = renewed;
+        Ok(())
+    }
+
+    /// Fails unless the lease is still ours with time to commit (fencing).
+    pub async fn check(&self) -> Result<()> {
+        Ok(self.lease.check(&self.guard()).await?)
+    }
+
+    /// Releases the lease.
+    pub async fn release(&self) -> Result<()> {
+        Ok(self.lease.release(&self.guard()).await?)
+    }
+
+    /// What the summaries report.
+    pub fn info(&self) -> LeaseInfo {
+        let g = self.guard();
+        LeaseInfo {
+            backend: self.lease.to_string(),
+            holder: g.holder().to_owned(),
+            fence: g.fence(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct ProgressState {
+    reported: Option<i64>,
+    last_attempt: Option<DateTime<Utc>>,
+    last_success: Option<DateTime<Utc>>,
+}
+
+/// Builds a [`Materializer`]. Every knob has the default of [`Config::default`].
+pub struct MaterializerBuilder {
+    lake: Lake,
+    blobs: Option<Arc<BlobStore>>,
+    config: Config,
+    clock: Arc<dyn Clock>,
+    chunk_rows: usize,
+}
+
+impl MaterializerBuilder {
+    /// Sets the blob store payloads are fetched from (none: a blob reference aborts the pass).
+    pub fn blobs(mut self, blobs: Option<Arc<BlobStore>>) -> Self {
+        self.blobs = blobs;
+        self
+    }
+
+    /// Sets every [`Config`] knob.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Snapshots per span (default 16; values below 1 become 1).
+    pub fn max_snapshot_span(mut self, span: i64) -> Self {
+        self.config.max_snapshot_span = span.max(1);
+        self
+    }
+
+    /// Raw rows per window (default 100 000) and payload bytes per window (default 64 MiB).
+    pub fn window(mut self, rows: usize, bytes: usize) -> Self {
+        self.config.window_rows = rows.max(1);
+        self.config.window_bytes = bytes.max(1);
+        self
+    }
+
+    /// Rows per feed read inside a window (default [`CHUNK_ROWS`]).
+    pub fn chunk_rows(mut self, rows: usize) -> Self {
+        self.chunk_rows = rows.max(1);
+        self
+    }
+
+    /// The vehicle gate (default: disabled).
+    pub fn gate(mut self, gate: dq_decode::VehicleGate) -> Self {
+        self.config.gate = gate;
+        self
+    }
+
+    /// Print EMF metric lines (default from [`Config`]: true).
+    pub fn emf(mut self, on: bool) -> Self {
+        self.config.emf = on;
+        self
+    }
+
+    /// The clock (default [`SystemClock`]).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Creates dq's tables where missing (§2) and returns the materializer.
+    pub fn build(self) -> Result<Materializer> {
+        let report = schema::ensure(&self.lake)?;
+        if !report.created.is_empty() {
+            info!(created = ?report.created, "decoded tables created");
+        }
+        Ok(Materializer {
+            lake: self.lake,
+            blobs: self.blobs,
+            config: self.config,
+            clock: self.clock,
+            chunk_rows: self.chunk_rows,
+            progress: Mutex::new(ProgressState::default()),
+        })
+    }
+}
+
+/// The decode side of dq over one lake. Cheap to keep across warm Lambda invocations.
+pub struct Materializer {
+    lake: Lake,
+    blobs: Option<Arc<BlobStore>>,
+    config: Config,
+    clock: Arc<dyn Clock>,
+    chunk_rows: usize,
+    progress: Mutex<ProgressState>,
+}
+
+impl std::fmt::Debug for Materializer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Materializer")
+            .field("lake", &self.lake)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a window transaction ended.
+enum Commit {
+    Done(write::Applied),
+    Moved,
+}
+
+/// One window read and decoded.
+struct Window {
+    plan: WindowPlan,
+    exhausted: bool,
+    raw_rows: u64,
+}
+
+impl Materializer {
+    /// A builder over `lake` with default settings.
+    pub fn builder(lake: Lake) -> MaterializerBuilder {
+        MaterializerBuilder {
+            lake,
+            blobs: None,
+            config: Config::default(),
+            clock: Arc::new(SystemClock),
+            chunk_rows: CHUNK_ROWS,
+        }
+    }
+
+    /// The lake.
+    pub fn lake(&self) -> &Lake {
+        &self.lake
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The cursor (§4.6). A missing row is re-seeded and read as 0 (re-decoding is idempotent);
+    /// without that self-heal every CAS would match nothing and dq would look caught up forever.
+    pub fn cursor(&self) -> Result<i64> {
+        let got: Vec<Option<String>> = {
+            let conn = self.lake.conn();
+            let mut stmt = conn
+                .prepare("SELECT cursor FROM lake.ingest_progress WHERE partition = ?")
+                .map_err(|e| self.lake.error("read cursor", e))?;
+            stmt.query_map([CURSOR_PARTITION], |r| r.get(0))
+                .and_then(|rows| rows.collect::<Result<_, _>>())
+                .map_err(|e| self.lake.error("read cursor", e))?
+        };
+        match got.first() {
+            None => {
+                error!(
+                    partition = CURSOR_PARTITION,
+                    "cursor row missing, re-seeding at 0"
+                );
+                lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
+                Ok(0)
+            }
+            Some(None) => Ok(0),
+            Some(Some(v)) => v.trim().parse().map_err(|_| Error::BadCursor {
+                partition: CURSOR_PARTITION,
+                value: v.clone(),
+            }),
+        }
+    }
+
+    /// `(head, oldest retained, commit time of the oldest snapshot above cur)` in one scan.
+    fn position(&self, cur: i64) -> Result<(i64, i64, Option<DateTime<Utc>>)> {
+        self.lake
+            .conn()
+            .query_row(
+                "SELECT coalesce(max(snapshot_id), 0), coalesce(min(snapshot_id), 0), \
+                 min(snapshot_time) FILTER (WHERE snapshot_id > ?) FROM lake.snapshots()",
+                [cur],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(|e| self.lake.error("read head snapshot", e).into())
+    }
+
+    /// Reports `id` to din's consumer floor (§4.7): hot path throttled to one per 5 s and only on
+    /// change; `now` (caught up, reset) reports a change at once and re-stamps an unchanged id
+    /// every 5 min. Best effort: a failure is logged and retried later.
+    fn report_progress(&self, id: i64, now_mode: bool) {
+        let now = self.clock.now();
+        let mut st = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        let changed = st.reported != Some(id);
+        let due = if now_mode {
+            changed
+                || st
+                    .last_success
+                    .is_none_or(|t| now - t >= PROGRESS_KEEPALIVE)
+        } else {
+            changed && st.last_attempt.is_none_or(|t| now - t >= PROGRESS_INTERVAL)
+        };
+        if !due {
+            return;
+        }
+        st.last_attempt = Some(now);
+        match progress::record(&self.lake, CONSUMER, id) {
+            Ok(()) => {
+                st.reported = Some(id);
+                st.last_success = Some(now);
+            }
+            Err(e) => warn!(snapshot_id = id, error = %e, "consumer progress report failed"),
+        }
+    }
+
+    /// Runs one span (§4.1–4.5) under `lease`, if given.
+    #[instrument(skip_all)]
+    pub async fn run_span(&self, lease: Option<&LeaseSession>) -> Result<SpanSummary> {
+        let mut s = SpanSummary {
+            lease: lease.map(LeaseSession::info),
+            ..SpanSummary::default()
+        };
+        if !lake::raw::exists(&self.lake)? {
+            s.outcome = Outcome::NoRawTable;
+            info!("lake.raw_events does not exist yet; caught up");
+            return Ok(s);
+        }
+        let cur = self.cursor()?;
+        let (head, oldest, oldest_pending) = self.position(cur)?;
+        s.from = cur;
+        s.to = cur;
+        s.head = head;
+        if head <= cur {
+            self.report_progress(cur, true);
+            return Ok(s);
+        }
+        let now = self.clock.now();
+        s.commit_lag_seconds = oldest_pending.map_or(0.0, |t| secs(now - t));
+        if oldest > cur + 1 {
+            return self.recover_expired(cur, oldest, s);
+        }
+        let to = head.min(cur.saturating_add(self.config.max_snapshot_span));
+        s.to = to;
+        let started = Instant::now();
+        match self.decode_span(cur, to, head, lease, &mut s).await {
+            Ok(()) => {}
+            Err(e @ (Error::TransientBlob(_) | Error::Lease(_) | Error::NoBlobStore { .. })) => {
+                return Err(e)
+            }
+            Err(e) => {
+                // Classified by retention, never by the error text (§4.5).
+                match self.position(cur) {
+                    Ok((_, oldest, _)) if oldest > cur + 1 => {
+                        return self.recover_expired(cur, oldest, s)
+                    }
+                    _ => return Err(e),
+                }
+            }
+        }
+        match s.outcome {
+            Outcome::Committed => {
+                s.commit_lag_seconds = 0.0;
+                info!(
+                    from = s.from,
+                    to = s.to,
+                    raw_rows = s.counts.raw_rows,
+                    signal_rows = s.counts.signal_rows,
+                    event_rows = s.counts.event_rows,
+                    poison = s.counts.poison_total(),
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "span committed"
+                );
+                self.report_progress(to, false);
+            }
+            Outcome::CaughtUp => {
+                s.commit_lag_seconds = 0.0;
+                s.to = cur;
+                self.report_progress(cur, true);
+            }
+            Outcome::Moved => {
+                info!(from = cur, to, "cursor moved by a peer; span abandoned");
+                s.to = cur;
+            }
+            Outcome::CursorReset | Outcome::NoRawTable => {}
+        }
+        self.emit(&metrics::span_metrics(&s));
+        Ok(s)
+    }
+
+    /// din expired `(cur, oldest)`: skip exactly that prefix (never to head), count and log it.
+    fn recover_expired(&self, cur: i64, oldest: i64, mut s: SpanSummary) -> Result<SpanSummary> {
+        let new = oldest - 1;
+        lake::retry::on_conflict("reset cursor", || {
+            self.lake
+                .conn()
+                .execute(
+                    "UPDATE lake.ingest_progress SET cursor = ? WHERE partition = ? AND cursor = ?",
+                    [
+                        new.to_string(),
+                        CURSOR_PARTITION.to_owned(),
+                        cur.to_string(),
+                    ],
+                )
+                .map_err(|e| self.lake.error("reset cursor", e))
+        })?;
+        s.outcome = Outcome::CursorReset;
+        s.to = new;
+        s.skipped_snapshots = new - cur;
+        error!(
+            from = cur,
+            to = new,
+            skipped_snapshots = s.skipped_snapshots,
+            "change feed expired before it was decoded; skipped the unretained snapshots \
+             (raise LAKE_SNAPSHOT_RETENTION; recover the rows with the backfill action)"
+        );
+        self.report_progress(new, true);
+        self.emit(&metrics::span_metrics(&s));
+        Ok(s)
+    }
+
+    async fn decode_span(
+        &self,
+        cur: i64,
+        to: i64,
+        head: i64,
+        lease: Option<&LeaseSession>,
+        s: &mut SpanSummary,
+    ) -> Result<()> {
+        let source = Source::Changes { from: cur, to };
+        let mut conn = self.lake.connect()?;
+        let mut after: Option<Keyset> = None;
+        let mut oldest_event: Option<DateTime<Utc>> = None;
+        loop {
+            if let Some(l) = lease {
+                l.renew().await?;
+            }
+            let mut window = self
+                .read_window(&conn, source, &mut after, &mut s.counts, &mut oldest_event)
+                .await?;
+            if window.exhausted && s.counts.raw_rows == 0 && to >= head {
+                // Only dq's own or maintenance snapshots remain: caught up, cursor untouched
+                // (advancing it would mint a snapshot and never catch up).
+                s.outcome = Outcome::CaughtUp;
+                return Ok(());
+            }
+            if window.exhausted {
+                window.plan.cursor = Some((cur, to));
+            }
+            match self
+                .commit_window(&mut conn, &window.plan, lease, Some(to))
+                .await?
+            {
+                Commit::Moved => {
+                    s.outcome = Outcome::Moved;
+                    return Ok(());
+                }
+                Commit::Done(applied) => {
+                    s.counts.windows += 1;
+                    s.counts.signal_rows += applied.signal_rows;
+                    s.counts.event_rows += applied.event_rows;
+                    s.counts.deleted_rows += applied.deleted_rows;
+                }
+            }
+            let _ = window.raw_rows;
+            if window.exhausted {
+                s.outcome = Outcome::Committed;
+                s.lag_seconds = oldest_event.map(|t| secs(self.clock.now() - t));
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads, resolves and decodes one window after `after`.
+    async fn read_window(
+        &self,
+        conn: &Connection,
+        source: Source,
+        after: &mut Option<Keyset>,
+        counts: &mut Counts,
+        oldest_event: &mut Option<DateTime<Utc>>,
+    ) -> Result<Window> {
+        let mut events: Vec<RawEvent> = Vec::new();
+        let mut plan = WindowPlan::default();
+        let (mut raw, mut bytes, mut exhausted) = (0usize, 0usize, false);
+        loop {
+            let limit = self.chunk_rows.min(self.config.window_rows - raw).max(1);
+            let rows = feed::read_chunk(&self.lake, conn, source, after.as_ref(), limit)?;
+            let n = rows.len();
+            // The keyset position comes from the raw scan, before any poison drop.
+            if let Some(last) = rows.last() {
+                *after = Some(last.key.clone());
+            }
+            for r in &rows {
+                let t = r.row.time;
+                *oldest_event = Some(oldest_event.map_or(t, |o| o.min(t)));
+            }
+            raw += n;
+            let resolved = resolve::resolve(
+                rows.into_iter().map(|r| r.row).collect(),
+                self.blobs.as_ref(),
+            )
+            .await?;
+            bytes += resolved.bytes;
+            events.extend(resolved.events);
+            plan.voided.extend(resolved.voided);
+            for (k, v) in resolved.poison {
+                *counts.poison.entry(k).or_default() += v;
+            }
+            if n < limit {
+                exhausted = true;
+                break;
+            }
+            if raw >= self.config.window_rows || bytes >= self.config.window_bytes {
+                break;
+            }
+        }
+        counts.raw_rows += raw as u64;
+        // Tombstones: of this window, and any already in the lake for these events (§ issue 4).
+        let mut voided: BTreeSet<Voided> = plan.voided.clone();
+        voided.extend(self.lake_tombstones(conn, &events)?);
+        let before = events.len();
+        events.retain(|e| !voided.contains(&(e.header.subject.clone(), e.header.id.clone())));
+        counts.voided += (before - events.len()) as u64;
+        let out = decode_batch(&events, &self.config.gate, self.clock.now());
+        counts.duplicates += out.duplicates as u64;
+        counts.skipped += (out.skipped + out.gated) as u64;
+        counts.decode_failures += out.failures.len() as u64;
+        for f in &out.failures {
+            let reason = f.errors.first().map_or("unknown", |e| e.reason());
+            warn!(cloud_event_id = %f.cloud_event_id, source = %f.source, reason, "decode failure");
+            *counts.poison.entry(reason.to_owned()).or_default() += 1;
+        }
+        counts.decoded_signal_rows += out.signal_rows.len() as u64;
+        counts.decoded_event_rows += out.event_rows.len() as u64;
+        plan.signals = out.signal_rows;
+        plan.events = out.event_rows;
+        Ok(Window {
+            plan,
+            exhausted,
+            raw_rows: raw as u64,
+        })
+    }
+
+    /// Tombstones at rest voiding any of `events` (a tombstone may precede a redelivery).
+    fn lake_tombstones(&self, conn: &Connection, events: &[RawEvent]) -> Result<Vec<Voided>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let subjects: BTreeSet<&str> = events.iter().map(|e| e.header.subject.as_str()).collect();
+        let list = subjects
+            .iter()
+            .map(|s| quote(s))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT subject, voids_id FROM lake.raw_events WHERE type = '{}' \
+             AND voids_id IS NOT NULL AND subject IN ({list})",
+            types::TOMBSTONE
+        );
+        let mut stmt = conn
+            .prepare(&sql)
+            .map_err(|e| self.lake.error("read tombstones", e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.lake.error("read tombstones", e))?;
+        Ok(rows)
+    }
+
+    /// Stages and writes one window in one transaction; the lease check is the last step before
+    /// COMMIT, the cursor CAS the final guard. `to` disambiguates a lost acknowledgement.
+    async fn commit_window(
+        &self,
+        conn: &mut Connection,
+        plan: &WindowPlan,
+        lease: Option<&LeaseSession>,
+        to: Option<i64>,
+    ) -> Result<Commit> {
+        write::stage(&self.lake, conn, plan)?;
+        let tx = conn
+            .transaction()
+            .map_err(|e| self.lake.error("begin window", e))?;
+        let applied = match write::apply(&self.lake, &tx, plan) {
+            Ok(a) => a,
+            Err(e) if lake_message(&e).is_some_and(is_commit_conflict) => return Ok(Commit::Moved),
+            Err(e) => return Err(e),
+        };
+        if !applied.cursor_moved {
+            return Ok(Commit::Moved); // tx dropped: rolled back
+        }
+        if let Some(l) = lease {
+            l.check().await?;
+        }
+        match tx.commit() {
+            Ok(()) => Ok(Commit::Done(applied)),
+            Err(e) => {
+                let err = self.lake.error("commit window", e);
+                let msg = err.to_string();
+                if is_commit_conflict(&msg) {
+                    return Ok(Commit::Moved);
+                }
+                if let (Some(_), Some(to)) = (plan.cursor, to) {
+                    // Possibly a lost ack: the cursor says whether the transaction landed.
+                    if self.cursor().ok() == Some(to) {
+                        warn!(to, error = %msg, "commit reported an error but the cursor moved; treating as committed");
+                        return Ok(Commit::Done(applied));
+                    }
+                }
+                Err(err.into())
+            }
+        }
+    }
+
+    /// Runs spans until caught up, a peer wins, or `deadline` passes.
+    pub async fn drain(
+        &self,
+        deadline: Option<Instant>,
+        lease: Option<&LeaseSession>,
+    ) -> Result<RunSummary> {
+        let mut run = RunSummary::default();
+        loop {
+            let span = self.run_span(lease).await?;
+            run.push(&span);
+            match span.outcome {
+                Outcome::Committed | Outcome::CursorReset => {}
+                Outcome::CaughtUp | Outcome::NoRawTable | Outcome::Moved => break,
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+        }
+        self.emit(&metrics::run_metrics(&run));
+        Ok(run)
+    }
+
+    /// Re-decodes raw rows with `from <= time < to` from the base table (works after snapshot
+    /// expiry), in bounded windows, without touching the cursor. Idempotent.
+    #[instrument(skip(self, lease))]
+    pub async fn backfill(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        lease: Option<&LeaseSession>,
+    ) -> Result<BackfillSummary> {
+        if from >= to {
+            return Err(Error::InvalidRequest {
+                action: "backfill",
+                reason: "`from` must be before `to`".into(),
+            });
+        }
+        let mut out = BackfillSummary {
+            from,
+            to,
+            ..BackfillSummary::default()
+        };
+        if !lake::raw::exists(&self.lake)? {
+            return Ok(out);
+        }
+        let source = Source::Range { from, to };
+        let mut conn = self.lake.connect()?;
+        let mut after = None;
+        let mut oldest = None;
+        loop {
+            if let Some(l) = lease {
+                l.renew().await?;
+            }
+            let window = self
+                .read_window(&conn, source, &mut after, &mut out.counts, &mut oldest)
+                .await?;
+            // A conflict here means a concurrent writer touched the same rows: retry the window.
+            let mut attempts = 0;
+            loop {
+                match self
+                    .commit_window(&mut conn, &window.plan, lease, None)
+                    .await?
+                {
+                    Commit::Done(a) => {
+                        out.counts.windows += 1;
+                        out.counts.signal_rows += a.signal_rows;
+                        out.counts.event_rows += a.event_rows;
+                        out.counts.deleted_rows += a.deleted_rows;
+                        break;
+                    }
+                    Commit::Moved if attempts < 5 => {
+                        attempts += 1;
+                        tokio::time::sleep(Duration::from_millis(200 * attempts)).await;
+                    }
+                    Commit::Moved => {
+                        return Err(Error::Lake(lake::Error::Config(
+                            "backfill window kept conflicting with a concurrent writer".into(),
+                        )))
+                    }
+                }
+            }
+            if window.exhausted {
+                break;
+            }
+        }
+        info!(
+            raw_rows = out.counts.raw_rows,
+            signal_rows = out.counts.signal_rows,
+            event_rows = out.counts.event_rows,
+            "backfill done"
+        );
+        Ok(out)
+    }
+
+    /// Deletes decoded rows older than `retention` and recomputes the touched subjects' rollup
+    /// rows in the same transaction, so rollups stay equal to the recompute (§7, stricter).
+    #[instrument(skip(self))]
+    pub fn prune(&self, retention: Duration) -> Result<PruneSummary> {
+        let cutoff = self.clock.now()
+            - chrono::TimeDelta::from_std(retention).map_err(|_| Error::InvalidRequest {
+                action: "prune",
+                reason: "retention out of range".into(),
+            })?;
+        let cut = feed::ts_literal(cutoff);
+        let mut conn = self.lake.connect()?;
+        let out = lake::retry::on_conflict("prune", || {
+            let tx = conn
+                .transaction()
+                .map_err(|e| self.lake.error("begin prune", e))?;
+            let subjects: BTreeSet<String> = {
+                let mut stmt = tx
+                    .prepare(&format!(
+                        "SELECT DISTINCT subject FROM (SELECT subject FROM lake.signals WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ \
+                         UNION ALL SELECT subject FROM lake.events WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ)"
+                    ))
+                    .map_err(|e| self.lake.error("list pruned subjects", e))?;
+                stmt.query_map([], |r| r.get(0))
+                    .and_then(|rows| rows.collect::<Result<_, _>>())
+                    .map_err(|e| self.lake.error("list pruned subjects", e))?
+            };
+            let mut out = PruneSummary {
+                cutoff,
+                subjects: subjects.len() as u64,
+                ..PruneSummary::default()
+            };
+            if subjects.is_empty() {
+                return Ok(out);
+            }
+            let del = |table: &str| {
+                tx.execute(
+                    &format!("DELETE FROM lake.{table} WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ"),
+                    [],
+                )
+                .map(|n| n as u64)
+                .map_err(|e| self.lake.error("prune decoded rows", e))
+            };
+            out.signal_rows_deleted = del("signals")?;
+            out.event_rows_deleted = del("events")?;
+            rollup::refresh_subjects(&self.lake, &tx, &subjects).map_err(into_lake)?;
+            tx.commit()
+                .map_err(|e| self.lake.error("commit prune", e))?;
+            Ok(out)
+        })?;
+        info!(
+            signal_rows_deleted = out.signal_rows_deleted,
+            event_rows_deleted = out.event_rows_deleted,
+            "prune done"
+        );
+        Ok(out)
+    }
+
+    /// Recomputes both rollups from the base.
+    pub fn rebuild_rollups(&self) -> Result<rollup::RebuildSummary> {
+        rollup::rebuild(&self.lake)
+    }
+
+    /// Checks the invariants: no duplicate decoded rows under the write/read keys, decoded ⊆ raw,
+    /// no rows of voided events, cursor ≤ head, rollups == recompute.
+    #[instrument(skip(self))]
+    pub fn audit(&self) -> Result<AuditReport> {
+        let conn = self.lake.connect()?;
+        let q = |sql: &str| -> Result<i64> {
+            conn.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
+                .map(Option::unwrap_or_default)
+                .map_err(|e| self.lake.error("audit", e).into())
+        };
+        let mut r = AuditReport {
+            cursor: self.cursor()?,
+            head: progress::head(&self.lake)?,
+            duplicate_signal_rows: q(
+                "SELECT sum(c - 1) FROM (SELECT count(*) AS c FROM lake.signals \
+                GROUP BY subject, name, \"timestamp\", cloud_event_id HAVING count(*) > 1)",
+            )?,
+            duplicate_event_rows: q(
+                "SELECT sum(c - 1) FROM (SELECT count(*) AS c FROM lake.events \
+                GROUP BY subject, \"timestamp\", name, source, cloud_event_id HAVING count(*) > 1)",
+            )?,
+            ..AuditReport::default()
+        };
+        if lake::raw::exists(&self.lake)? {
+            let orphans = |table: &str, ty: &str| {
+                q(&format!(
+                    "SELECT count(*) FROM lake.{table} d WHERE NOT EXISTS (SELECT 1 FROM lake.raw_events r \
+                     WHERE r.type = '{ty}' AND r.subject = d.subject AND r.id = d.cloud_event_id)"
+                ))
+            };
+            r.orphan_signal_rows = orphans("signals", types::STATUS)?;
+            r.orphan_event_rows = orphans("events", types::EVENTS)?;
+            for table in ["signals", "events"] {
+                r.voided_rows += q(&format!(
+                    "SELECT count(*) FROM lake.{table} d WHERE EXISTS (SELECT 1 FROM lake.raw_events r \
+                     WHERE r.type = '{}' AND r.subject = d.subject AND r.voids_id = d.cloud_event_id)",
+                    types::TOMBSTONE
+                ))?;
+            }
+        } else {
+            r.orphan_signal_rows = q("SELECT count(*) FROM lake.signals")?;
+            r.orphan_event_rows = q("SELECT count(*) FROM lake.events")?;
+        }
+        let (sd, ed) = rollup::diff(&self.lake, &conn)?;
+        r.signals_latest_diff = sd;
+        r.events_latest_diff = ed;
+        r.clean = r.duplicate_signal_rows == 0
+            && r.duplicate_event_rows == 0
+            && r.orphan_signal_rows == 0
+            && r.orphan_event_rows == 0
+            && r.voided_rows == 0
+            && r.cursor <= r.head
+            && sd == 0
+            && ed == 0;
+        if !r.clean {
+            warn!(report = ?r, "audit found problems");
+        }
+        Ok(r)
+    }
+
+    /// Prints EMF lines when enabled.
+    pub fn emit(&self, m: &[metrics::Metric]) {
+        if self.config.emf {
+            println!(
+                "{}",
+                metrics::emf_line(m, self.clock.now().timestamp_millis())
+            );
+        }
+    }
+}
+
+fn into_lake(e: Error) -> lake::Error {
+    match e {
+        Error::Lake(l) => l,
+        other => lake::Error::Config(other.to_string()),
+    }
+}
+
+fn secs(d: chrono::TimeDelta) -> f64 {
+    d.num_milliseconds() as f64 / 1000.0
+}

@@ -1,0 +1,170 @@
+//! The rollups `lake.signals_latest` and `lake.events_latest` (dq-materializer §6.1, §6.4).
+//!
+//! The full recompute from the deduplicated base ([`signals_latest_select`],
+//! [`events_latest_select`]) is the definition. Every write transaction that touches base rows
+//! of a subject recomputes that subject's rollup rows from the base *inside the same
+//! transaction*, so at every snapshot the rollups equal the recompute (no dirty sets, no fold
+//! that can drift). [`rebuild`] recomputes everything, one transaction per bucket.
+
+use std::collections::BTreeSet;
+
+use lake::duckdb::Connection;
+use lake::{quote, Lake};
+
+use crate::keys::{events_deduped, signals_deduped};
+use crate::schema::{column_list, EVENTS_LATEST_COLUMNS, SIGNALS_LATEST_COLUMNS};
+use crate::Result;
+
+const HAS_FIX: &str = "loc_lat <> 0 OR loc_lon <> 0";
+
+/// The `signals_latest` recompute over the R1-deduplicated base restricted by `filter`, columns
+/// in [`SIGNALS_LATEST_COLUMNS`] order. Value and location advance independently; `loc_ts` is
+/// the epoch when a key never had a fix.
+pub fn signals_latest_select(filter: &str) -> String {
+    let loc = |c: &str| {
+        format!("coalesce(arg_max({c}, \"timestamp\") FILTER (WHERE {HAS_FIX}), 0) AS {c}")
+    };
+    format!(
+        "SELECT subject, any_value(subject_bucket) AS subject_bucket, name, \
+         max(\"timestamp\") AS \"timestamp\", \
+         arg_max(value_number, \"timestamp\") AS value_number, \
+         arg_max(value_string, \"timestamp\") AS value_string, \
+         {}, {}, {}, {}, \
+         coalesce(max(\"timestamp\") FILTER (WHERE {HAS_FIX}), to_timestamp(0)) AS loc_ts, \
+         count(*) AS \"count\", min(\"timestamp\") AS first_seen, max(\"timestamp\") AS last_seen \
+         FROM ({}) GROUP BY subject, name",
+        loc("loc_lat"),
+        loc("loc_lon"),
+        loc("loc_hdop"),
+        loc("loc_heading"),
+        signals_deduped(filter)
+    )
+}
+
+/// The `events_latest` recompute over the R2-deduplicated base restricted by `filter`.
+pub fn events_latest_select(filter: &str) -> String {
+    format!(
+        "SELECT subject, any_value(subject_bucket) AS subject_bucket, name, count(*) AS \"count\", \
+         min(\"timestamp\") AS first_seen, max(\"timestamp\") AS last_seen \
+         FROM ({}) GROUP BY subject, name",
+        events_deduped(filter)
+    )
+}
+
+/// A predicate selecting `subjects` with a literal bucket list first, so DuckLake prunes files.
+pub fn subjects_filter(subjects: &BTreeSet<String>) -> String {
+    let buckets: BTreeSet<i32> = subjects
+        .iter()
+        .map(|s| dq_cloudevent::subject_bucket(s))
+        .collect();
+    let buckets: Vec<String> = buckets.iter().map(i32::to_string).collect();
+    let subjects: Vec<String> = subjects.iter().map(|s| quote(s)).collect();
+    format!(
+        "subject_bucket IN ({}) AND subject IN ({})",
+        buckets.join(", "),
+        subjects.join(", ")
+    )
+}
+
+/// Replaces both rollups' rows of `subjects` with their recompute, on `conn` (normally inside
+/// the caller's write transaction).
+pub fn refresh_subjects(lake: &Lake, conn: &Connection, subjects: &BTreeSet<String>) -> Result<()> {
+    if subjects.is_empty() {
+        return Ok(());
+    }
+    replace(lake, conn, &subjects_filter(subjects))
+}
+
+fn replace(lake: &Lake, conn: &Connection, filter: &str) -> Result<()> {
+    let sql = format!(
+        "DELETE FROM lake.signals_latest WHERE {filter};\n\
+         INSERT INTO lake.signals_latest ({}) {};\n\
+         DELETE FROM lake.events_latest WHERE {filter};\n\
+         INSERT INTO lake.events_latest ({}) {};",
+        column_list(&SIGNALS_LATEST_COLUMNS),
+        signals_latest_select(filter),
+        column_list(&EVENTS_LATEST_COLUMNS),
+        events_latest_select(filter),
+    );
+    conn.execute_batch(&sql)
+        .map_err(|e| lake.error("refresh rollups", e))?;
+    Ok(())
+}
+
+/// What [`rebuild`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RebuildSummary {
+    /// Buckets recomputed (one transaction each).
+    pub buckets: usize,
+    /// `signals_latest` rows afterwards.
+    pub signal_keys: i64,
+    /// `events_latest` rows afterwards.
+    pub event_keys: i64,
+}
+
+/// Recomputes both rollups from the base, one transaction per bucket present in a base or
+/// rollup table (memory-bounded; readers see the rollup refill bucket by bucket).
+pub fn rebuild(lake: &Lake) -> Result<RebuildSummary> {
+    let mut conn = lake.connect()?;
+    let buckets: Vec<i32> = {
+        let mut stmt = conn
+            .prepare(
+                "SELECT DISTINCT subject_bucket FROM (SELECT subject_bucket FROM lake.signals \
+                 UNION ALL SELECT subject_bucket FROM lake.events \
+                 UNION ALL SELECT subject_bucket FROM lake.signals_latest \
+                 UNION ALL SELECT subject_bucket FROM lake.events_latest) ORDER BY 1",
+            )
+            .map_err(|e| lake.error("list buckets", e))?;
+        stmt.query_map([], |r| r.get(0))
+            .and_then(|rows| rows.collect::<Result<_, _>>())
+            .map_err(|e| lake.error("list buckets", e))?
+    };
+    for bucket in &buckets {
+        lake::retry::on_conflict("rebuild rollup bucket", || {
+            let tx = conn
+                .transaction()
+                .map_err(|e| lake.error("begin rollup rebuild", e))?;
+            replace(lake, &tx, &format!("subject_bucket = {bucket}")).map_err(|e| match e {
+                crate::Error::Lake(l) => l,
+                other => lake::Error::Config(other.to_string()),
+            })?;
+            tx.commit()
+                .map_err(|e| lake.error("commit rollup rebuild", e))
+        })?;
+    }
+    let count = |table: &str| -> Result<i64> {
+        conn.query_row(&format!("SELECT count(*) FROM lake.{table}"), [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| lake.error("count rollup rows", e).into())
+    };
+    Ok(RebuildSummary {
+        buckets: buckets.len(),
+        signal_keys: count("signals_latest")?,
+        event_keys: count("events_latest")?,
+    })
+}
+
+/// Rows on either side of `rollup` EXCEPT ALL its recompute (0 = equal).
+pub fn diff(lake: &Lake, conn: &Connection) -> Result<(i64, i64)> {
+    let one = |table: &str, cols: &str, oracle: String| -> Result<i64> {
+        let sql = format!(
+            "SELECT count(*) FROM ((SELECT {cols} FROM lake.{table} EXCEPT ALL {oracle}) \
+             UNION ALL ({oracle} EXCEPT ALL SELECT {cols} FROM lake.{table}))"
+        );
+        conn.query_row(&sql, [], |r| r.get(0))
+            .map_err(|e| lake.error("diff rollup against recompute", e).into())
+    };
+    Ok((
+        one(
+            "signals_latest",
+            &column_list(&SIGNALS_LATEST_COLUMNS),
+            signals_latest_select("true"),
+        )?,
+        one(
+            "events_latest",
+            &column_list(&EVENTS_LATEST_COLUMNS),
+            events_latest_select("true"),
+        )?,
+    ))
+}

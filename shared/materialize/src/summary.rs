@@ -1,0 +1,229 @@
+//! The serializable reports every operation returns; they are the Lambda's JSON responses, and
+//! log field names match their keys.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// How a span ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Decoded rows and the cursor move committed.
+    Committed,
+    /// Nothing to decode: the cursor is at (or only dq/maintenance snapshots remain below) head.
+    #[default]
+    CaughtUp,
+    /// A peer moved the cursor or won a commit conflict; nothing was committed by us.
+    Moved,
+    /// The change feed from the cursor was expired by din; the cursor skipped the unretained prefix.
+    CursorReset,
+    /// `lake.raw_events` does not exist yet (dq started before din): caught up.
+    NoRawTable,
+}
+
+/// Row counts of decoding work (a span, a drain, a backfill).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Counts {
+    /// Windows written (one transaction each).
+    pub windows: u64,
+    /// Raw rows read (poison and skipped rows included).
+    pub raw_rows: u64,
+    /// Signal rows inserted (after the write-key anti-join).
+    pub signal_rows: u64,
+    /// Event rows inserted.
+    pub event_rows: u64,
+    /// Signal rows the decoder produced (before the anti-join).
+    pub decoded_signal_rows: u64,
+    /// Event rows the decoder produced.
+    pub decoded_event_rows: u64,
+    /// Raw rows dropped as repeats of an earlier row's `Key()` in the same window.
+    pub duplicates: u64,
+    /// Raw rows not decoded because a tombstone voids them.
+    pub voided: u64,
+    /// Decoded rows deleted because their event was voided later.
+    pub deleted_rows: u64,
+    /// Rows of types dq does not decode, or refused by the vehicle gate.
+    pub skipped: u64,
+    /// Raw events whose decode reported errors (salvaged rows are still written).
+    pub decode_failures: u64,
+    /// Poison rows by reason (skipped blob rows, bad base64, malformed extras, decode errors).
+    pub poison: BTreeMap<String, u64>,
+}
+
+impl Counts {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Counts) {
+        self.windows += other.windows;
+        self.raw_rows += other.raw_rows;
+        self.signal_rows += other.signal_rows;
+        self.event_rows += other.event_rows;
+        self.decoded_signal_rows += other.decoded_signal_rows;
+        self.decoded_event_rows += other.decoded_event_rows;
+        self.duplicates += other.duplicates;
+        self.voided += other.voided;
+        self.deleted_rows += other.deleted_rows;
+        self.skipped += other.skipped;
+        self.decode_failures += other.decode_failures;
+        for (k, v) in &other.poison {
+            *self.poison.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Poison rows over all reasons.
+    pub fn poison_total(&self) -> u64 {
+        self.poison.values().sum()
+    }
+}
+
+/// The lease an operation ran under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeaseInfo {
+    /// `dynamodb:<table>/<id>` or `file:<path>`.
+    pub backend: String,
+    /// Holder id.
+    pub holder: String,
+    /// Fencing token of this acquisition.
+    pub fence: u64,
+}
+
+/// One span: `(from, to]` of raw_events snapshots.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SpanSummary {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Cursor before.
+    pub from: i64,
+    /// Span end (the cursor after, when committed).
+    pub to: i64,
+    /// Catalog head when the span started.
+    pub head: i64,
+    /// Work done.
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Snapshots skipped because din expired them (cursor reset).
+    pub skipped_snapshots: i64,
+    /// Producer lateness: now − oldest event time of the span.
+    pub lag_seconds: Option<f64>,
+    /// Decode position lag: now − commit time of the oldest snapshot above the cursor.
+    pub commit_lag_seconds: f64,
+    /// The lease held, if any.
+    pub lease: Option<LeaseInfo>,
+}
+
+/// A run of spans (one Lambda invocation, `--once`, or one loop turn).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Spans attempted.
+    pub spans: u64,
+    /// Spans committed.
+    pub batches: u64,
+    /// True when the last span found nothing left to decode.
+    pub caught_up: bool,
+    /// True when a peer won (another materializer is running).
+    pub moved: bool,
+    /// Cursor at the start.
+    pub from: i64,
+    /// Cursor at the end.
+    pub to: i64,
+    /// Head seen by the last span.
+    pub head: i64,
+    /// Work done.
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Expired-feed cursor resets.
+    pub cursor_resets: u64,
+    /// Snapshots skipped by resets.
+    pub skipped_snapshots: i64,
+    /// Producer lateness of the last committed span.
+    pub lag_seconds: Option<f64>,
+    /// Commit lag at the last span.
+    pub commit_lag_seconds: f64,
+    /// The lease held, if any.
+    pub lease: Option<LeaseInfo>,
+}
+
+impl RunSummary {
+    /// Folds one span in.
+    pub fn push(&mut self, span: &SpanSummary) {
+        if self.spans == 0 {
+            self.from = span.from;
+        }
+        self.spans += 1;
+        self.head = span.head;
+        self.counts.add(&span.counts);
+        self.commit_lag_seconds = span.commit_lag_seconds;
+        self.lease = span.lease.clone();
+        match span.outcome {
+            Outcome::Committed => {
+                self.batches += 1;
+                self.to = span.to;
+                self.lag_seconds = span.lag_seconds;
+            }
+            Outcome::CursorReset => {
+                self.cursor_resets += 1;
+                self.skipped_snapshots += span.skipped_snapshots;
+                self.to = span.to;
+            }
+            Outcome::CaughtUp | Outcome::NoRawTable => {
+                self.caught_up = true;
+                self.to = self.to.max(span.from);
+            }
+            Outcome::Moved => {
+                self.moved = true;
+                self.to = self.to.max(span.from);
+            }
+        }
+    }
+}
+
+/// A backfill of `[from, to)` by raw event time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct BackfillSummary {
+    /// Inclusive start.
+    pub from: DateTime<Utc>,
+    /// Exclusive end.
+    pub to: DateTime<Utc>,
+    /// Work done.
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// A retention prune.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PruneSummary {
+    /// Rows with a timestamp before this were deleted.
+    pub cutoff: DateTime<Utc>,
+    /// Signal rows deleted.
+    pub signal_rows_deleted: u64,
+    /// Event rows deleted.
+    pub event_rows_deleted: u64,
+    /// Subjects whose rollup rows were recomputed.
+    pub subjects: u64,
+}
+
+/// The `audit` action's findings; `clean` is the conjunction of every check.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AuditReport {
+    /// Cursor snapshot.
+    pub cursor: i64,
+    /// Catalog head.
+    pub head: i64,
+    /// Signal rows beyond the first per (subject, name, timestamp, cloud_event_id).
+    pub duplicate_signal_rows: i64,
+    /// Event rows beyond the first per (subject, timestamp, name, source, cloud_event_id).
+    pub duplicate_event_rows: i64,
+    /// Signal rows with no raw `dimo.status` row (subject, id).
+    pub orphan_signal_rows: i64,
+    /// Event rows with no raw `dimo.events` row (subject, id).
+    pub orphan_event_rows: i64,
+    /// Decoded rows of voided events.
+    pub voided_rows: i64,
+    /// Rows of `signals_latest` EXCEPT ALL its recompute, both ways.
+    pub signals_latest_diff: i64,
+    /// Rows of `events_latest` EXCEPT ALL its recompute, both ways.
+    pub events_latest_diff: i64,
+    /// Every check passed.
+    pub clean: bool,
+}

@@ -1,0 +1,320 @@
+//! Writing one window (dq-materializer §4.3–4.4, §5.2): decoded rows go from Arrow record
+//! batches through the DuckDB appender into per-connection TEMP staging tables (no parquet file
+//! on disk), then ONE lake transaction deletes rows of voided events, inserts the staged rows
+//! with an anti-join on the write key (W1, pruned by `subject_bucket` and the batch's time
+//! range), recomputes the touched subjects' rollups and — on a span's final window — moves the
+//! cursor with a CAS. The caller commits (after its lease check).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use dq_decode::rows::{EventRow, SignalRow};
+use lake::duckdb::arrow::array::{
+    ArrayRef, Float64Builder, Int32Builder, ListBuilder, StringBuilder,
+    TimestampMicrosecondBuilder, UInt64Builder,
+};
+use lake::duckdb::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use lake::duckdb::arrow::record_batch::RecordBatch;
+use lake::duckdb::Connection;
+use lake::{quote, Lake};
+
+use crate::feed::ts_literal;
+use crate::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_WRITE_KEY};
+use crate::resolve::Voided;
+use crate::schema::{create_sql, CURSOR_PARTITION, EVENT_COLUMNS, SIGNAL_COLUMNS};
+use crate::{rollup, Error, Result};
+
+const STAGE_SIGNALS: &str = "_dq_stage_signals";
+const STAGE_EVENTS: &str = "_dq_stage_events";
+
+/// Everything one window transaction does.
+#[derive(Debug, Default)]
+pub struct WindowPlan {
+    /// Decoded signal rows (post-dedup, post-tombstone).
+    pub signals: Vec<SignalRow>,
+    /// Decoded event rows.
+    pub events: Vec<EventRow>,
+    /// Events whose decoded rows must be removed.
+    pub voided: BTreeSet<Voided>,
+    /// `(from, to)`: move the cursor from → to in the same transaction (final window only).
+    pub cursor: Option<(i64, i64)>,
+}
+
+/// What the window transaction changed (before commit).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Applied {
+    /// Signal rows inserted (after the anti-join).
+    pub signal_rows: u64,
+    /// Event rows inserted.
+    pub event_rows: u64,
+    /// Decoded rows deleted because their event was voided.
+    pub deleted_rows: u64,
+    /// The cursor CAS matched (always true without a cursor move).
+    pub cursor_moved: bool,
+}
+
+fn tstz() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+}
+
+fn arrow_err(table: &'static str) -> impl Fn(lake::duckdb::arrow::error::ArrowError) -> Error {
+    move |e| Error::Arrow {
+        table,
+        message: e.to_string(),
+    }
+}
+
+/// The `lake.signals` rows as one Arrow batch, columns in table order.
+pub fn signal_batch(rows: &[SignalRow]) -> Result<RecordBatch> {
+    let n = rows.len();
+    let mut subject = StringBuilder::with_capacity(n, n * 64);
+    let mut bucket = Int32Builder::with_capacity(n);
+    let mut name = StringBuilder::with_capacity(n, n * 24);
+    let mut ts = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut source = StringBuilder::with_capacity(n, n * 42);
+    let mut producer = StringBuilder::with_capacity(n, n * 64);
+    let mut ceid = StringBuilder::with_capacity(n, n * 36);
+    let mut num = Float64Builder::with_capacity(n);
+    let mut string = StringBuilder::with_capacity(n, n);
+    let mut lat = Float64Builder::with_capacity(n);
+    let mut lon = Float64Builder::with_capacity(n);
+    let mut hdop = Float64Builder::with_capacity(n);
+    let mut heading = Float64Builder::with_capacity(n);
+    for r in rows {
+        subject.append_value(&r.subject);
+        bucket.append_value(r.subject_bucket);
+        name.append_value(&r.name);
+        ts.append_value(r.timestamp.timestamp_micros());
+        source.append_value(&r.source);
+        producer.append_value(&r.producer);
+        ceid.append_value(&r.cloud_event_id);
+        num.append_value(r.value_number);
+        string.append_value(&r.value_string);
+        lat.append_value(r.loc_lat);
+        lon.append_value(r.loc_lon);
+        hdop.append_value(r.loc_hdop);
+        heading.append_value(r.loc_heading);
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(subject.finish()),
+        Arc::new(bucket.finish()),
+        Arc::new(name.finish()),
+        Arc::new(ts.finish()),
+        Arc::new(source.finish()),
+        Arc::new(producer.finish()),
+        Arc::new(ceid.finish()),
+        Arc::new(num.finish()),
+        Arc::new(string.finish()),
+        Arc::new(lat.finish()),
+        Arc::new(lon.finish()),
+        Arc::new(hdop.finish()),
+        Arc::new(heading.finish()),
+    ];
+    let fields: Vec<Field> = SIGNAL_COLUMNS
+        .iter()
+        .zip(&columns)
+        .map(|((n, _), c)| Field::new(*n, c.data_type().clone(), true))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err("signals"))
+}
+
+/// The `lake.events` rows as one Arrow batch, columns in table order.
+pub fn event_batch(rows: &[EventRow]) -> Result<RecordBatch> {
+    let n = rows.len();
+    let mut subject = StringBuilder::with_capacity(n, n * 64);
+    let mut bucket = Int32Builder::with_capacity(n);
+    let mut source = StringBuilder::with_capacity(n, n * 42);
+    let mut producer = StringBuilder::with_capacity(n, n * 64);
+    let mut ceid = StringBuilder::with_capacity(n, n * 36);
+    let mut ty = StringBuilder::with_capacity(n, n * 10);
+    let mut version = StringBuilder::with_capacity(n, n * 12);
+    let mut name = StringBuilder::with_capacity(n, n * 24);
+    let mut ts = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut duration = UInt64Builder::with_capacity(n);
+    let mut metadata = StringBuilder::with_capacity(n, n * 8);
+    let mut tags = ListBuilder::new(StringBuilder::new());
+    for r in rows {
+        subject.append_value(&r.subject);
+        bucket.append_value(r.subject_bucket);
+        source.append_value(&r.source);
+        producer.append_value(&r.producer);
+        ceid.append_value(&r.cloud_event_id);
+        ty.append_value(&r.event_type);
+        version.append_value(&r.data_version);
+        name.append_value(&r.name);
+        ts.append_value(r.timestamp.timestamp_micros());
+        duration.append_value(r.duration_ns);
+        metadata.append_value(&r.metadata);
+        for t in &r.tags {
+            tags.values().append_value(t);
+        }
+        tags.append(true);
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(subject.finish()),
+        Arc::new(bucket.finish()),
+        Arc::new(source.finish()),
+        Arc::new(producer.finish()),
+        Arc::new(ceid.finish()),
+        Arc::new(ty.finish()),
+        Arc::new(version.finish()),
+        Arc::new(name.finish()),
+        Arc::new(ts.finish()),
+        Arc::new(duration.finish()),
+        Arc::new(metadata.finish()),
+        Arc::new(tags.finish()),
+    ];
+    let fields: Vec<Field> = EVENT_COLUMNS
+        .iter()
+        .zip(&columns)
+        .map(|((n, _), c)| Field::new(*n, c.data_type().clone(), true))
+        .collect();
+    debug_assert_eq!(fields[8].data_type(), &tstz());
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err("events"))
+}
+
+/// Loads the plan's rows into fresh TEMP staging tables on `conn` (outside the lake
+/// transaction: a transaction may write only one database, and the staging tables are local).
+pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<()> {
+    let mut sql = String::new();
+    for (table, cols) in [
+        (STAGE_SIGNALS, &SIGNAL_COLUMNS[..]),
+        (STAGE_EVENTS, &EVENT_COLUMNS[..]),
+    ] {
+        sql.push_str(
+            &create_sql(table, cols, false).replace("CREATE TABLE", "CREATE OR REPLACE TEMP TABLE"),
+        );
+        sql.push_str(";\n");
+    }
+    conn.execute_batch(&sql)
+        .map_err(|e| lake.error("create staging tables", e))?;
+    if !plan.signals.is_empty() {
+        append(lake, conn, STAGE_SIGNALS, signal_batch(&plan.signals)?)?;
+    }
+    if !plan.events.is_empty() {
+        append(lake, conn, STAGE_EVENTS, event_batch(&plan.events)?)?;
+    }
+    Ok(())
+}
+
+fn append(lake: &Lake, conn: &Connection, table: &str, batch: RecordBatch) -> Result<()> {
+    let mut app = conn
+        .appender_to_catalog_and_db(table, "temp", "main")
+        .map_err(|e| lake.error("open staging appender", e))?;
+    app.append_record_batch(batch)
+        .map_err(|e| lake.error("append staging batch", e))?;
+    app.flush()
+        .map_err(|e| lake.error("flush staging batch", e))?;
+    Ok(())
+}
+
+fn range<'a>(
+    ts: impl Iterator<Item = &'a DateTime<Utc>>,
+) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+    ts.fold(None, |acc, t| match acc {
+        None => Some((*t, *t)),
+        Some((lo, hi)) => Some((lo.min(*t), hi.max(*t))),
+    })
+}
+
+fn buckets<'a>(subjects: impl Iterator<Item = &'a str>) -> String {
+    let set: BTreeSet<i32> = subjects.map(dq_cloudevent::subject_bucket).collect();
+    set.iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The idempotent insert (§5.2): staged rows whose write key is not already at rest, one per key.
+fn anti_join_insert(
+    table: &str,
+    stage: &str,
+    key: &[&str],
+    bucket_list: &str,
+    (lo, hi): (DateTime<Utc>, DateTime<Utc>),
+) -> String {
+    let partition = key
+        .iter()
+        .map(|c| format!("s.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "INSERT INTO lake.{table} SELECT s.* FROM temp.main.{stage} AS s \
+         WHERE NOT EXISTS (SELECT 1 FROM lake.{table} AS t \
+           WHERE t.subject_bucket IN ({bucket_list}) \
+             AND t.\"timestamp\" >= '{}'::TIMESTAMPTZ AND t.\"timestamp\" <= '{}'::TIMESTAMPTZ \
+             AND {}) \
+         QUALIFY row_number() OVER (PARTITION BY {partition} ORDER BY s.subject) = 1",
+        ts_literal(lo),
+        ts_literal(hi),
+        key_equal(key, "t", "s"),
+    )
+}
+
+/// Runs the plan's statements on `tx` (an open lake transaction); the caller commits.
+pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied> {
+    let mut applied = Applied {
+        cursor_moved: true,
+        ..Applied::default()
+    };
+    let exec = |ctx: &str, sql: &str| -> Result<u64> {
+        tx.execute(sql, [])
+            .map(|n| n as u64)
+            .map_err(|e| lake.error(ctx, e).into())
+    };
+    let mut subjects: BTreeSet<String> = BTreeSet::new();
+    if !plan.voided.is_empty() {
+        let list = buckets(plan.voided.iter().map(|(s, _)| s.as_str()));
+        let pairs = plan
+            .voided
+            .iter()
+            .map(|(s, id)| {
+                format!(
+                    "(subject = {} AND cloud_event_id = {})",
+                    quote(s),
+                    quote(id)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        for table in ["signals", "events"] {
+            applied.deleted_rows += exec(
+                "delete rows of voided events",
+                &format!("DELETE FROM lake.{table} WHERE subject_bucket IN ({list}) AND ({pairs})"),
+            )?;
+        }
+        subjects.extend(plan.voided.iter().map(|(s, _)| s.clone()));
+    }
+    if let Some(r) = range(plan.signals.iter().map(|r| &r.timestamp)) {
+        let list = buckets(plan.signals.iter().map(|r| r.subject.as_str()));
+        applied.signal_rows = exec(
+            "insert signals",
+            &anti_join_insert("signals", STAGE_SIGNALS, &SIGNAL_WRITE_KEY, &list, r),
+        )?;
+        subjects.extend(plan.signals.iter().map(|r| r.subject.clone()));
+    }
+    if let Some(r) = range(plan.events.iter().map(|r| &r.timestamp)) {
+        let list = buckets(plan.events.iter().map(|r| r.subject.as_str()));
+        applied.event_rows = exec(
+            "insert events",
+            &anti_join_insert("events", STAGE_EVENTS, &EVENT_WRITE_KEY, &list, r),
+        )?;
+        subjects.extend(plan.events.iter().map(|r| r.subject.clone()));
+    }
+    rollup::refresh_subjects(lake, tx, &subjects)?;
+    if let Some((from, to)) = plan.cursor {
+        let n = tx
+            .execute(
+                "UPDATE lake.ingest_progress SET cursor = ? WHERE partition = ? AND cursor = ?",
+                [
+                    to.to_string(),
+                    CURSOR_PARTITION.to_owned(),
+                    from.to_string(),
+                ],
+            )
+            .map_err(|e| lake.error("advance cursor", e))?;
+        applied.cursor_moved = n == 1;
+    }
+    Ok(applied)
+}

@@ -1,0 +1,153 @@
+//! Acceptance 6: poison rows are counted by reason and skipped while the pass advances; a
+//! transient blob-store failure aborts the pass and loses nothing.
+
+use std::sync::Arc;
+
+use blob::{BlobConfig, BlobStore};
+use dq_cloudevent::RawRow;
+use lake::backend_tests;
+use lake::testing::{Backend, TestLake};
+use materialize::{Error, Outcome};
+use sim::Writer;
+
+use crate::*;
+
+backend_tests!(
+    poison_is_counted_and_skipped,
+    transient_blob_failure_aborts_and_loses_nothing
+);
+
+const KEY_A: &str = "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=";
+const KEY_B: &str = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI=";
+
+fn blob_row(id: &str, key: &str) -> RawRow {
+    let mut row = RawRow::from_event(&status(1, id, at(1), &[("speed", 1.0)]));
+    row.data = None;
+    row.data_index_key = Some(key.into());
+    row
+}
+
+fn poison_is_counted_and_skipped(backend: Backend) {
+    let t = TestLake::new(backend);
+    let rt = runtime();
+    let mut cfg = BlobConfig::local(t.path("blobs"));
+    cfg.encryption_key = Some(KEY_B.into());
+    let store = Arc::new(rt.block_on(BlobStore::open(&cfg)).unwrap());
+    cfg.encryption_key = Some(KEY_A.into());
+    let other_key = rt.block_on(BlobStore::open(&cfg)).unwrap();
+    let m = materializer(din_lake(&t), Some(store.clone()));
+    let writer = Writer::new(m.lake(), Some(&store));
+
+    let good_key = "cloudevent/blobs/s/good";
+    rt.block_on(
+        store.put(
+            good_key,
+            status(1, "x", at(2), &[("speed", 7.0)])
+                .data
+                .unwrap()
+                .as_bytes(),
+        ),
+    )
+    .unwrap();
+    let wrong_key = "cloudevent/blobs/s/wrong";
+    rt.block_on(other_key.put(wrong_key, b"{}")).unwrap();
+    let oversize = "cloudevent/blobs/s/oversize";
+    let path = t.path("blobs").join(oversize);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(blob::MAX_OBJECT_SIZE + 1)
+        .unwrap();
+    let mut malformed = RawRow::from_event(&status(1, "malformed", at(3), &[]));
+    malformed.data = Some(r#"{"signals":[{"name":"#.into());
+    let unknown = RawRow::from_event(&status(1, "unknown", at(4), &[("notASignal", 1.0)]));
+    let good = RawRow::from_event(&status(1, "good", at(5), &[("speed", 3.0)]));
+    let rows = vec![
+        blob_row("missing", "cloudevent/blobs/s/missing"),
+        blob_row("oversize", oversize),
+        blob_row("wrong-key", wrong_key),
+        blob_row("blob-good", good_key),
+        malformed,
+        unknown,
+        good,
+    ];
+    writer.commit(&rows).unwrap();
+    let run = drain(&rt, &m);
+    assert!(run.batches > 0, "{run:?}");
+    let p = &run.counts.poison;
+    for reason in [
+        "blob_missing",
+        "blob_oversize",
+        "blob_decrypt",
+        "invalid_json",
+        "unknown_signal",
+    ] {
+        assert_eq!(p.get(reason), Some(&1), "{reason}: {p:?}");
+    }
+    assert_eq!(run.counts.raw_rows, 7);
+    assert_eq!(m.cursor().unwrap(), run.to, "the pass advanced");
+    let ids: Vec<String> = stored_signals(m.lake())
+        .into_iter()
+        .map(|r| r.cloud_event_id)
+        .collect();
+    assert_eq!(ids, ["blob-good", "good"]);
+}
+
+fn transient_blob_failure_aborts_and_loses_nothing(backend: Backend) {
+    let t = TestLake::new(backend);
+    let rt = runtime();
+    let local = local_blobs(&t);
+    // A blob store on an endpoint where nothing listens: every GET is a connection error.
+    let port = testkit::free_port().unwrap();
+    let unreachable = BlobConfig {
+        bucket: "blobs".into(),
+        prefix: blob::DEFAULT_PREFIX.into(),
+        region: Some("us-east-1".into()),
+        access_key_id: Some("x".into()),
+        secret_access_key: Some("y".into()),
+        endpoint: Some(format!("http://127.0.0.1:{port}")),
+        ..BlobConfig::default()
+    };
+    let broken = Arc::new(rt.block_on(BlobStore::open(&unreachable)).unwrap());
+    let m = materializer(din_lake(&t), Some(broken));
+    let writer = Writer::new(m.lake(), Some(&local)).with_threshold(64);
+    let big: Vec<(&str, f64)> = (0..10).map(|_| ("speed", 1.0)).collect();
+    rt.block_on(writer.write_bundle(&[
+        status(1, "inline", at(0), &[("speed", 1.0)]),
+        status(1, "blob", at(1), &big),
+    ]))
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Spans over the schema snapshots commit; the one holding the blob row must abort.
+    let err = loop {
+        match rt.block_on(m.run_span(None)) {
+            Ok(s) => assert_eq!(s.outcome, Outcome::Committed, "{s:?}"),
+            Err(e) => break e,
+        }
+    };
+    let before = m.cursor().unwrap();
+    assert!(
+        rt.block_on(m.run_span(None)).is_err(),
+        "the same delta fails again"
+    );
+    assert!(matches!(err, Error::TransientBlob(_)), "{err}");
+    assert_eq!(err.class(), "transient");
+    assert_eq!(m.cursor().unwrap(), before, "cursor untouched");
+    assert!(before < lake::progress::head(m.lake()).unwrap());
+    assert_eq!(count(m.lake(), "SELECT count(*) FROM lake.signals"), 0);
+    // The same delta decodes fully once the store is back.
+    let cfg = m.config().clone();
+    drop(m);
+    let lake = t.open().unwrap();
+    let m = materialize::Materializer::builder(lake)
+        .config(cfg)
+        .blobs(Some(local))
+        .build()
+        .unwrap();
+    let run = drain(&rt, &m);
+    assert_eq!(run.counts.raw_rows, 2);
+    let ids: std::collections::BTreeSet<String> = stored_signals(m.lake())
+        .into_iter()
+        .map(|r| r.cloud_event_id)
+        .collect();
+    assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["blob", "inline"]);
+}
