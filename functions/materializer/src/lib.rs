@@ -1,0 +1,254 @@
+//! The materializer Lambda's adapter: builds one [`Context`] at cold start and maps each
+//! invocation onto [`materialize::invoke`], under the single-writer lease. No SQL and no decoding
+//! here (style §7.1); errors carry a stable class for `lambda_runtime::Diagnostic`.
+//!
+//! Not here: the protocol (`dq-materialize`), the lease's storage (`dq-lease`).
+//!
+//! # Layout
+//! - [`Context`]: the attached lake + blob store + lease handle, built from the environment.
+//! - [`handler`]: one invocation (an EventBridge event or `{"action": …}`) → JSON summary.
+//! - [`run_local`]: the same binary without Lambda: loop passes, `--once`, `--action`.
+#![warn(missing_docs)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use materialize::invoke::{invoke, parse_request, Action};
+use materialize::{metrics, LeaseSession, Materializer};
+use serde_json::{json, Value};
+
+/// What one warm Lambda keeps between invocations.
+pub struct Context {
+    materializer: Arc<Mutex<Materializer>>,
+    lease: lease::Lease,
+}
+
+/// A handler failure with its class (`config`, `catalog`, `transient`, `lease`, `request`).
+#[derive(Debug)]
+pub struct HandlerError {
+    /// Stable class for `Diagnostic::error_type`.
+    pub class: &'static str,
+    /// Redacted message.
+    pub message: String,
+}
+
+impl std::fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.class, self.message)
+    }
+}
+
+impl std::error::Error for HandlerError {}
+
+impl From<materialize::Error> for HandlerError {
+    fn from(e: materialize::Error) -> Self {
+        HandlerError {
+            class: e.class(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<HandlerError> for lambda_runtime::Diagnostic {
+    fn from(e: HandlerError) -> Self {
+        lambda_runtime::Diagnostic {
+            error_type: e.class.to_owned(),
+            error_message: e.message,
+        }
+    }
+}
+
+impl Context {
+    /// Reads every setting, attaches the lake, opens the blob store (when `BLOB_BUCKET` is set),
+    /// creates dq's tables where missing and builds the lease handle (DynamoDB when
+    /// `MATERIALIZER_LEASE_TABLE` is set, else a lock file next to the catalog).
+    pub async fn from_env() -> anyhow::Result<Context> {
+        let config = materialize::Config::from_env()?;
+        let lake_cfg = lake::LakeConfig::from_env()?;
+        let lease_path = lake_cfg
+            .catalog
+            .parent_dir()
+            .map(|d| d.join("materializer.lease"))
+            .unwrap_or_else(|| std::env::temp_dir().join("dq-materializer.lease"));
+        let blob_cfg = blob::BlobConfig::from_env();
+        let blobs = if blob_cfg.bucket.is_empty() {
+            None
+        } else {
+            Some(Arc::new(blob::BlobStore::open(&blob_cfg).await?))
+        };
+        let lake = lake::Lake::open(lake_cfg)?;
+        let m = Materializer::builder(lake)
+            .config(config)
+            .blobs(blobs)
+            .build()?;
+        let lease = lease::Lease::from_env(&lease_path).await?;
+        tracing::info!(lease = %lease, "materializer ready");
+        Ok(Context::new(m, lease))
+    }
+
+    /// A context over an already built materializer and lease (tests).
+    pub fn new(materializer: Materializer, lease: lease::Lease) -> Context {
+        Context {
+            materializer: Arc::new(Mutex::new(materializer)),
+            lease,
+        }
+    }
+
+    /// A lease lock file path for local use.
+    pub fn default_lease_path() -> PathBuf {
+        std::env::temp_dir().join("dq-materializer.lease")
+    }
+}
+
+/// One invocation: parse, take the lease (a refusal returns `{"skipped": "lease held"}`), run the
+/// action on a blocking thread (DuckDB is synchronous), release, return the summary.
+pub async fn handler(
+    event: Value,
+    ctx: &Context,
+    request_id: &str,
+    deadline: Option<Instant>,
+    until_caught_up: bool,
+) -> Result<Value, HandlerError> {
+    let action = parse_request(&event)?;
+    run(ctx, action, request_id, deadline, until_caught_up).await
+}
+
+async fn run(
+    ctx: &Context,
+    action: Action,
+    request_id: &str,
+    deadline: Option<Instant>,
+    until_caught_up: bool,
+) -> Result<Value, HandlerError> {
+    let needs_lease = !matches!(action, Action::Audit);
+    let lease = ctx.lease.for_invocation(request_id);
+    let session = if needs_lease {
+        match LeaseSession::acquire(lease).await {
+            Ok(s) => Some(s),
+            Err(lease::LeaseError::Held { .. }) => {
+                emit(&metrics::lease_metric("lease_refused"));
+                return Ok(json!({"action": action.name(), "skipped": "lease held by a peer"}));
+            }
+            Err(e) => return Err(materialize::Error::from(e).into()),
+        }
+    } else {
+        None
+    };
+    if session.is_some() {
+        emit(&metrics::lease_metric("lease_acquired"));
+    }
+    let m = Arc::clone(&ctx.materializer);
+    let handle = tokio::runtime::Handle::current();
+    let act = action.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        let guard = m.lock().unwrap_or_else(|p| p.into_inner());
+        let result = handle.block_on(invoke(
+            &guard,
+            &act,
+            session.as_ref(),
+            deadline,
+            until_caught_up,
+        ));
+        if let Some(s) = &session {
+            if let Err(e) = handle.block_on(s.release()) {
+                tracing::warn!(error = %e, "lease release failed");
+            }
+        }
+        result
+    })
+    .await
+    .map_err(|e| HandlerError {
+        class: "panic",
+        message: e.to_string(),
+    })?;
+    if let Err(materialize::Error::Lease(_)) = &out {
+        emit(&metrics::lease_metric("lease_lost"));
+    }
+    let mut value = out?;
+    if let Value::Object(map) = &mut value {
+        map.insert("action".into(), json!(action.name()));
+    }
+    Ok(value)
+}
+
+fn emit(m: &[metrics::Metric]) {
+    println!("{}", metrics::emf_line(m, chrono_now_ms()));
+}
+
+fn chrono_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+/// Command line of the local mode.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LocalArgs {
+    /// Run until caught up, print the summary, exit.
+    pub once: bool,
+    /// Run this action once (payload fields from `--from`, `--to`, `--retention`).
+    pub action: Option<String>,
+    /// Extra payload fields.
+    pub fields: Vec<(String, String)>,
+}
+
+impl LocalArgs {
+    /// Parses `--once`, `--action <name>`, and `--<field> <value>` for action fields.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<LocalArgs, String> {
+        let mut out = LocalArgs::default();
+        let mut it = args.into_iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--once" => out.once = true,
+                "--action" => out.action = Some(it.next().ok_or("--action needs a name")?),
+                "-h" | "--help" => {
+                    return Err("usage: materializer [--once] [--action materialize|backfill|prune|rebuild-rollups|audit] [--from RFC3339 --to RFC3339] [--retention 8760h]".into())
+                }
+                flag if flag.starts_with("--") => {
+                    let v = it.next().ok_or(format!("{flag} needs a value"))?;
+                    out.fields.push((flag.trim_start_matches("--").to_owned(), v));
+                }
+                other => return Err(format!("unexpected argument `{other}`")),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The request payload these arguments describe, if a single run is asked for.
+    pub fn payload(&self) -> Option<Value> {
+        let action = self
+            .action
+            .clone()
+            .or(self.once.then(|| "materialize".into()))?;
+        let mut map = serde_json::Map::new();
+        map.insert("action".into(), json!(action));
+        for (k, v) in &self.fields {
+            map.insert(k.clone(), json!(v));
+        }
+        Some(Value::Object(map))
+    }
+}
+
+/// Without the Lambda runtime: one action (`--once`, `--action`) printing its summary, or a loop
+/// of drains every `MATERIALIZER_POLL_INTERVAL`.
+pub async fn run_local(
+    ctx: &Context,
+    args: &LocalArgs,
+    poll: std::time::Duration,
+) -> Result<(), HandlerError> {
+    if let Some(payload) = args.payload() {
+        let out = handler(payload, ctx, "local", None, true).await?;
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        return Ok(());
+    }
+    loop {
+        let out = handler(json!({"action": "materialize"}), ctx, "local", None, true).await;
+        match out {
+            Ok(v) => tracing::info!(summary = %v, "pass done"),
+            Err(e) => tracing::error!(error = %e, "pass failed"),
+        }
+        tokio::time::sleep(poll).await;
+    }
+}

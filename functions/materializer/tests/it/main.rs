@@ -1,0 +1,133 @@
+//! Acceptance 8: every materializer sample event in `events/` goes through [`handler`] (no
+//! runtime involved), on a file catalog and a PostgreSQL catalog. New handler tests go here.
+
+use dq_cloudevent_free::status_row;
+use fn_materializer::{handler, Context, LocalArgs};
+use lake::backend_tests;
+use lake::testing::{Backend, TestLake};
+use materialize::Materializer;
+use serde_json::{json, Value};
+
+backend_tests!(every_sample_event_runs);
+
+const EVENTS: [(&str, &str); 5] = [
+    (
+        "scheduled",
+        include_str!("../../../../events/materializer-scheduled.json"),
+    ),
+    (
+        "backfill",
+        include_str!("../../../../events/materializer-backfill.json"),
+    ),
+    (
+        "prune",
+        include_str!("../../../../events/materializer-prune.json"),
+    ),
+    (
+        "rebuild-rollups",
+        include_str!("../../../../events/materializer-rebuild-rollups.json"),
+    ),
+    (
+        "audit",
+        include_str!("../../../../events/materializer-audit.json"),
+    ),
+];
+
+/// A raw status row committed the way din does, without the simulator.
+mod dq_cloudevent_free {
+    pub fn status_row(lake: &lake::Lake, id: &str, time: &str) {
+        let data = format!(r#"{{"signals":[{{"name":"speed","timestamp":"{time}","value":12}}]}}"#);
+        lake.conn()
+            .execute(
+                "INSERT INTO lake.raw_events VALUES (?, ?::TIMESTAMPTZ, 'dimo.status', ?, 'src', '', \
+                 'application/json', 'default/v1.0', '{}', ?, NULL, NULL, NULL)",
+                [
+                    "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:1",
+                    time,
+                    id,
+                    &data,
+                ],
+            )
+            .unwrap();
+    }
+}
+
+fn every_sample_event_runs(backend: Backend) {
+    let t = TestLake::new(backend);
+    let lake = t.open().unwrap();
+    lake::raw::ensure(&lake).unwrap();
+    status_row(&lake, "a", "2025-06-02T10:00:00Z");
+    status_row(&lake, "b", "2025-06-02T11:00:00Z");
+    let m = Materializer::builder(lake).emf(false).build().unwrap();
+    let ctx = Context::new(m, lease::Lease::local(t.path("materializer.lease")));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for (name, text) in EVENTS {
+        let event: Value = serde_json::from_str(text).unwrap();
+        let out = rt
+            .block_on(handler(event, &ctx, name, None, true))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        match name {
+            "scheduled" => {
+                assert_eq!(out["action"], "materialize");
+                assert_eq!(out["caught_up"], true, "{out}");
+                assert_eq!(out["signal_rows"], 2, "{out}");
+                assert_eq!(
+                    out["lease"]["backend"]
+                        .as_str()
+                        .map(|b| b.starts_with("file:")),
+                    Some(true)
+                );
+            }
+            "backfill" => assert_eq!(
+                (out["raw_rows"].as_u64(), out["signal_rows"].as_u64()),
+                (Some(2), Some(0)),
+                "{out}"
+            ),
+            "prune" => assert_eq!(out["signal_rows_deleted"], 0, "{out}"),
+            "rebuild-rollups" => assert_eq!(out["signal_keys"], 1, "{out}"),
+            "audit" => assert_eq!(out["clean"], true, "{out}"),
+            _ => unreachable!(),
+        }
+    }
+    // One span only when not draining (the scheduled path in Lambda).
+    let out = rt
+        .block_on(handler(
+            serde_json::from_str(EVENTS[0].1).unwrap(),
+            &ctx,
+            "tick",
+            None,
+            false,
+        ))
+        .unwrap();
+    assert_eq!(out["spans"], 1);
+    // A bad payload is a classed error.
+    let err = rt
+        .block_on(handler(json!({"action": "bogus"}), &ctx, "x", None, false))
+        .unwrap_err();
+    assert_eq!(err.class, "request");
+}
+
+#[test]
+fn local_args() {
+    let a = LocalArgs::parse(["--once".to_owned()]).unwrap();
+    assert_eq!(a.payload(), Some(json!({"action": "materialize"})));
+    let a = LocalArgs::parse(
+        [
+            "--action",
+            "backfill",
+            "--from",
+            "2025-01-01T00:00:00Z",
+            "--to",
+            "2025-01-02T00:00:00Z",
+        ]
+        .map(String::from),
+    )
+    .unwrap();
+    assert_eq!(a.payload().unwrap()["from"], "2025-01-01T00:00:00Z");
+    assert_eq!(LocalArgs::parse([]).unwrap().payload(), None);
+    assert!(LocalArgs::parse(["stray".to_owned()]).is_err());
+}
