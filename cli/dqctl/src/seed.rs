@@ -159,6 +159,12 @@ fn seed(args: &Args) -> anyhow::Result<()> {
             "start": start,
             "report": report,
             "head_snapshot": head,
+            "first_subjects": fleet::Fleet::new(opts.fleet.clone())?
+                .vehicles()
+                .iter()
+                .take(3)
+                .map(|v| v.subject.as_str())
+                .collect::<Vec<_>>(),
             "raw_events_by_type": by_type,
         }))?
     );

@@ -10,7 +10,7 @@
 //! - [`run_local`]: the same binary without Lambda: loop passes, `--once`, `--action`.
 #![warn(missing_docs)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 pub struct Context {
     materializer: Arc<Mutex<Materializer>>,
     lease: lease::Lease,
+    emf: bool,
 }
 
 /// A handler failure with its class (`config`, `catalog`, `transient`, `lease`, `request`).
@@ -66,11 +67,7 @@ impl Context {
     pub async fn from_env() -> anyhow::Result<Context> {
         let config = materialize::Config::from_env()?;
         let lake_cfg = lake::LakeConfig::from_env()?;
-        let lease_path = lake_cfg
-            .catalog
-            .parent_dir()
-            .map(|d| d.join("materializer.lease"))
-            .unwrap_or_else(|| std::env::temp_dir().join("dq-materializer.lease"));
+        let lease_path = local_lease_path(&lake_cfg);
         let blob_cfg = blob::BlobConfig::from_env();
         let blobs = if blob_cfg.bucket.is_empty() {
             None
@@ -90,15 +87,27 @@ impl Context {
     /// A context over an already built materializer and lease (tests).
     pub fn new(materializer: Materializer, lease: lease::Lease) -> Context {
         Context {
+            emf: materializer.config().emf,
             materializer: Arc::new(Mutex::new(materializer)),
             lease,
         }
     }
+}
 
-    /// A lease lock file path for local use.
-    pub fn default_lease_path() -> PathBuf {
-        std::env::temp_dir().join("dq-materializer.lease")
-    }
+/// Where the local lease lock lives: beside a file catalog, else beside a local data path (so two
+/// local stacks never share a lock), else in the temp dir.
+fn local_lease_path(cfg: &lake::LakeConfig) -> PathBuf {
+    let data_parent = cfg
+        .data_path
+        .as_deref()
+        .filter(|p| !p.contains("://"))
+        .and_then(|p| Path::new(p.trim_end_matches('/')).parent())
+        .filter(|p| !p.as_os_str().is_empty());
+    cfg.catalog
+        .parent_dir()
+        .or(data_parent)
+        .map(|d| d.join("materializer.lease"))
+        .unwrap_or_else(|| std::env::temp_dir().join("dq-materializer.lease"))
 }
 
 /// One invocation: parse, take the lease (a refusal returns `{"skipped": "lease held"}`), run the
@@ -127,7 +136,7 @@ async fn run(
         match LeaseSession::acquire(lease).await {
             Ok(s) => Some(s),
             Err(lease::LeaseError::Held { .. }) => {
-                emit(&metrics::lease_metric("lease_refused"));
+                emit(ctx, &metrics::lease_metric("lease_refused"));
                 return Ok(json!({"action": action.name(), "skipped": "lease held by a peer"}));
             }
             Err(e) => return Err(materialize::Error::from(e).into()),
@@ -136,7 +145,7 @@ async fn run(
         None
     };
     if session.is_some() {
-        emit(&metrics::lease_metric("lease_acquired"));
+        emit(ctx, &metrics::lease_metric("lease_acquired"));
     }
     let m = Arc::clone(&ctx.materializer);
     let handle = tokio::runtime::Handle::current();
@@ -163,7 +172,7 @@ async fn run(
         message: e.to_string(),
     })?;
     if let Err(materialize::Error::Lease(_)) = &out {
-        emit(&metrics::lease_metric("lease_lost"));
+        emit(ctx, &metrics::lease_metric("lease_lost"));
     }
     let mut value = out?;
     if let Value::Object(map) = &mut value {
@@ -172,8 +181,10 @@ async fn run(
     Ok(value)
 }
 
-fn emit(m: &[metrics::Metric]) {
-    println!("{}", metrics::emf_line(m, chrono_now_ms()));
+fn emit(ctx: &Context, m: &[metrics::Metric]) {
+    if ctx.emf {
+        println!("{}", metrics::emf_line(m, chrono_now_ms()));
+    }
 }
 
 fn chrono_now_ms() -> i64 {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fn_materializer::{handler, run_local, Context, HandlerError, LocalArgs};
+use fn_materializer::{handler, run_local, Context, LocalArgs};
 use lambda_runtime::{service_fn, LambdaEvent};
 use serde_json::Value;
 
@@ -15,10 +15,13 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let args = LocalArgs::parse(std::env::args().skip(1)).map_err(|usage| {
-        eprintln!("{usage}");
-        std::process::exit(2)
-    })?;
+    let args = match LocalArgs::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(usage) => {
+            eprintln!("{usage}");
+            std::process::exit(2)
+        }
+    };
     let ctx = Arc::new(Context::from_env().await?);
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
         let poll = materialize::Config::from_env()?.poll_interval;
@@ -48,9 +51,4 @@ fn remaining(deadline_ms: u64) -> Option<Instant> {
         .ok()?
         .as_millis() as u64;
     Some(Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms)))
-}
-
-#[allow(dead_code)]
-fn _assert_error_type(e: HandlerError) -> lambda_runtime::Diagnostic {
-    e.into()
 }

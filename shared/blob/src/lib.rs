@@ -241,6 +241,36 @@ impl BlobStore {
         &self.prefix
     }
 
+    /// A presigned GET URL for `key`, valid for `ttl` (dq's GraphQL `dataUrl`); `None` for a
+    /// local store, which has no URLs.
+    ///
+    /// # Errors
+    /// [`BlobError::InvalidKey`]; [`BlobError::Config`] for an unusable `ttl`;
+    /// [`BlobError::Transient`] when signing fails.
+    pub async fn presign_get(&self, key: &str, ttl: std::time::Duration) -> Result<Option<String>> {
+        if key.is_empty() || key.starts_with('/') || key.split('/').any(|s| s == "..") {
+            return Err(BlobError::InvalidKey { key: key.into() });
+        }
+        match &self.backend {
+            Backend::Local(_) => Ok(None),
+            Backend::S3 { client, bucket, .. } => {
+                let cfg = aws_sdk_s3::presigning::PresigningConfig::expires_in(ttl)
+                    .map_err(|e| BlobError::Config(format!("presign ttl: {e}")))?;
+                let req = client
+                    .get_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .presigned(cfg)
+                    .await
+                    .map_err(|e| BlobError::Transient {
+                        key: key.into(),
+                        message: format!("presign: {e}"),
+                    })?;
+                Ok(Some(req.uri().to_string()))
+            }
+        }
+    }
+
     /// True when this store seals what it writes.
     pub fn seals(&self) -> bool {
         self.seal.is_some()

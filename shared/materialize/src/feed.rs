@@ -48,6 +48,15 @@ pub struct FeedRow {
     pub key: Keyset,
 }
 
+impl FeedRow {
+    /// Bytes of the inline payload (`data` or `data_base64`); what a window's byte budget counts
+    /// before blobs are fetched.
+    pub fn inline_bytes(&self) -> usize {
+        self.row.data.as_ref().map_or(0, String::len)
+            + self.row.data_base64.as_ref().map_or(0, Vec::len)
+    }
+}
+
 const COLUMNS: &str = "subject, \"time\", type, id, source, producer, data_content_type, \
     data_version, extras, data, data_base64, data_index_key, voids_id, rowid";
 
@@ -56,13 +65,16 @@ pub fn ts_literal(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string()
 }
 
-/// Reads up to `limit` rows after `after` in keyset order.
+/// Reads up to `limit` rows after `after` in keyset order, stopping early once the rows' inline
+/// payloads (`data`, `data_base64`) reach `max_bytes`. One statement per call: the keyset sort
+/// of a span is paid once per window, not once per small page.
 pub fn read_chunk(
     lake: &Lake,
     conn: &Connection,
     source: Source,
     after: Option<&Keyset>,
     limit: usize,
+    max_bytes: usize,
 ) -> Result<Vec<FeedRow>> {
     let (from, mut filter) = match source {
         Source::Changes { from, to } => (
@@ -142,7 +154,16 @@ pub fn read_chunk(
                 },
             })
         })
-        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
         .map_err(|e| lake.error("read raw_events", e))?;
-    Ok(rows)
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    for row in rows {
+        let row = row.map_err(|e| lake.error("read raw_events", e))?;
+        bytes += row.inline_bytes();
+        out.push(row);
+        if bytes >= max_bytes {
+            break;
+        }
+    }
+    Ok(out)
 }

@@ -10,9 +10,22 @@
 //! | [`EVENT_READ_KEY`] R2 | subject, timestamp, name, source | lowest cloud_event_id |
 //! | [`FEED_KEYSET`] | subject, time, id, rowid | — (rowid makes it total: rows sharing (subject, time, id) are never skipped) |
 
+use dq_decode::rows::SignalRow;
+
 /// W1 for `lake.signals`: an idempotent insert skips a row whose key is already at rest.
 pub const SIGNAL_WRITE_KEY: [&str; 4] =
     ["subject_bucket", "cloud_event_id", "name", "\"timestamp\""];
+/// [`SIGNAL_WRITE_KEY`] of one decoded row, for deduplicating a window before it is staged (the
+/// same columns in the same order; `write_key_matches_columns` pins them together).
+pub fn signal_write_key(r: &SignalRow) -> (i32, &str, &str, i64) {
+    (
+        r.subject_bucket,
+        &r.cloud_event_id,
+        &r.name,
+        r.timestamp.timestamp_micros(),
+    )
+}
+
 /// W1 for `lake.events`.
 pub const EVENT_WRITE_KEY: [&str; 4] =
     ["subject_bucket", "cloud_event_id", "name", "\"timestamp\""];
@@ -36,8 +49,13 @@ pub fn read_dedup_qualify(key: &[&str]) -> String {
 /// The signals read by every reader: R1-deduplicated `lake.signals` restricted by `filter`
 /// (a predicate on the base table, kept at the same level as the QUALIFY so pruning survives).
 pub fn signals_deduped(filter: &str) -> String {
+    signals_deduped_from("lake.signals", filter)
+}
+
+/// [`signals_deduped`] over another table with the signals columns (e.g. a window's new rows).
+pub fn signals_deduped_from(table: &str, filter: &str) -> String {
     format!(
-        "SELECT * FROM lake.signals WHERE {filter} {}",
+        "SELECT * FROM {table} WHERE {filter} {}",
         read_dedup_qualify(&SIGNAL_READ_KEY)
     )
 }
@@ -61,6 +79,31 @@ pub fn key_equal(key: &[&str], left: &str, right: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_key_matches_columns() {
+        // The Rust key lists the SQL key's columns in order.
+        assert_eq!(
+            SIGNAL_WRITE_KEY,
+            ["subject_bucket", "cloud_event_id", "name", "\"timestamp\""]
+        );
+        let row = SignalRow {
+            subject: "s".into(),
+            subject_bucket: 7,
+            name: "speed".into(),
+            timestamp: chrono::DateTime::from_timestamp_micros(42).unwrap(),
+            source: String::new(),
+            producer: String::new(),
+            cloud_event_id: "e".into(),
+            value_number: 1.0,
+            value_string: String::new(),
+            loc_lat: 0.0,
+            loc_lon: 0.0,
+            loc_hdop: 0.0,
+            loc_heading: 0.0,
+        };
+        assert_eq!(signal_write_key(&row), (7, "e", "speed", 42));
+    }
 
     #[test]
     fn builds_predicates() {

@@ -26,6 +26,7 @@
 //! - [`metrics`]: CloudWatch EMF lines.
 //! - [`summary`]: the `Serialize` reports.
 //! - `error.rs`: [`Error`], [`Result`].
+//! - `testing` (feature): oracles for tests — the expected decoded rows of a lake, and readers.
 #![warn(missing_docs)]
 
 pub mod config;
@@ -39,6 +40,8 @@ pub mod resolve;
 pub mod rollup;
 pub mod schema;
 pub mod summary;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod write;
 
 pub use config::Config;

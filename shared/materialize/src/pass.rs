@@ -11,10 +11,10 @@ use dq_decode::decode_batch;
 use lake::duckdb::Connection;
 use lake::{progress, quote, Lake};
 use lease::{Lease, LeaseGuard};
-use tracing::{error, info, instrument, warn};
+use tracing::{debug, error, info, instrument, warn};
 
 use crate::config::{Config, CONSUMER};
-use crate::feed::{self, Keyset, Source};
+use crate::feed::{self, FeedRow, Keyset, Source};
 use crate::resolve::{self, Voided};
 use crate::schema::{self, CURSOR_PARTITION};
 use crate::summary::{
@@ -479,30 +479,50 @@ impl Materializer {
         let mut plan = WindowPlan::default();
         let (mut raw, mut bytes, mut exhausted) = (0usize, 0usize, false);
         loop {
-            let limit = self.chunk_rows.min(self.config.window_rows - raw).max(1);
-            let rows = feed::read_chunk(&self.lake, conn, source, after.as_ref(), limit)?;
-            let n = rows.len();
-            // The keyset position comes from the raw scan, before any poison drop.
-            if let Some(last) = rows.last() {
-                *after = Some(last.key.clone());
+            let limit = (self.config.window_rows - raw).max(1);
+            let budget = self.config.window_bytes.saturating_sub(bytes).max(1);
+            let t0 = Instant::now();
+            let rows = feed::read_chunk(&self.lake, conn, source, after.as_ref(), limit, budget)?;
+            debug!(
+                rows = rows.len(),
+                took_ms = t0.elapsed().as_millis() as u64,
+                "feed read"
+            );
+            // Fewer rows than asked and under the byte budget: nothing more in the span.
+            let more = rows.len() == limit
+                || rows.iter().map(FeedRow::inline_bytes).sum::<usize>() >= budget;
+            let mut rows = rows.into_iter().peekable();
+            let mut over_budget = false;
+            // Payloads are resolved (blobs fetched) a chunk at a time so a window of blob rows
+            // stops at the byte budget; rows read past it are dropped and re-read next window.
+            while rows.peek().is_some() {
+                let chunk: Vec<FeedRow> = rows.by_ref().take(self.chunk_rows).collect();
+                // The keyset position comes from the raw scan, before any poison drop.
+                if let Some(last) = chunk.last() {
+                    *after = Some(last.key.clone());
+                }
+                for r in &chunk {
+                    let t = r.row.time;
+                    *oldest_event = Some(oldest_event.map_or(t, |o| o.min(t)));
+                }
+                raw += chunk.len();
+                let resolved = resolve::resolve(
+                    chunk.into_iter().map(|r| r.row).collect(),
+                    self.blobs.as_ref(),
+                )
+                .await?;
+                bytes += resolved.bytes;
+                events.extend(resolved.events);
+                plan.voided.extend(resolved.voided);
+                for (k, v) in resolved.poison {
+                    *counts.poison.entry(k).or_default() += v;
+                }
+                if bytes >= self.config.window_bytes {
+                    over_budget = rows.peek().is_some();
+                    break;
+                }
             }
-            for r in &rows {
-                let t = r.row.time;
-                *oldest_event = Some(oldest_event.map_or(t, |o| o.min(t)));
-            }
-            raw += n;
-            let resolved = resolve::resolve(
-                rows.into_iter().map(|r| r.row).collect(),
-                self.blobs.as_ref(),
-            )
-            .await?;
-            bytes += resolved.bytes;
-            events.extend(resolved.events);
-            plan.voided.extend(resolved.voided);
-            for (k, v) in resolved.poison {
-                *counts.poison.entry(k).or_default() += v;
-            }
-            if n < limit {
+            if !more && !over_budget {
                 exhausted = true;
                 break;
             }
@@ -517,7 +537,13 @@ impl Materializer {
         let before = events.len();
         events.retain(|e| !voided.contains(&(e.header.subject.clone(), e.header.id.clone())));
         counts.voided += (before - events.len()) as u64;
+        let t0 = Instant::now();
         let out = decode_batch(&events, &self.config.gate, self.clock.now());
+        debug!(
+            events = events.len(),
+            took_ms = t0.elapsed().as_millis() as u64,
+            "window decoded"
+        );
         counts.duplicates += out.duplicates as u64;
         counts.skipped += (out.skipped + out.gated) as u64;
         counts.decode_failures += out.failures.len() as u64;
@@ -572,7 +598,10 @@ impl Materializer {
         lease: Option<&LeaseSession>,
         to: Option<i64>,
     ) -> Result<Commit> {
+        let t0 = Instant::now();
         write::stage(&self.lake, conn, plan)?;
+        debug!(took_ms = t0.elapsed().as_millis() as u64, "window staged");
+        let t0 = Instant::now();
         let tx = conn
             .transaction()
             .map_err(|e| self.lake.error("begin window", e))?;
@@ -587,8 +616,16 @@ impl Materializer {
         if let Some(l) = lease {
             l.check().await?;
         }
+        debug!(took_ms = t0.elapsed().as_millis() as u64, "window applied");
+        let t0 = Instant::now();
         match tx.commit() {
-            Ok(()) => Ok(Commit::Done(applied)),
+            Ok(()) => {
+                debug!(
+                    took_ms = t0.elapsed().as_millis() as u64,
+                    "window committed"
+                );
+                Ok(Commit::Done(applied))
+            }
             Err(e) => {
                 let err = self.lake.error("commit window", e);
                 let msg = err.to_string();

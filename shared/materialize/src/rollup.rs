@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use lake::duckdb::Connection;
 use lake::{quote, Lake};
 
-use crate::keys::{events_deduped, signals_deduped};
+use crate::keys::{events_deduped, signals_deduped, signals_deduped_from};
 use crate::schema::{column_list, EVENTS_LATEST_COLUMNS, SIGNALS_LATEST_COLUMNS};
 use crate::Result;
 
@@ -21,6 +21,11 @@ const HAS_FIX: &str = "loc_lat <> 0 OR loc_lon <> 0";
 /// in [`SIGNALS_LATEST_COLUMNS`] order. Value and location advance independently; `loc_ts` is
 /// the epoch when a key never had a fix.
 pub fn signals_latest_select(filter: &str) -> String {
+    signals_latest_over(&signals_deduped(filter))
+}
+
+/// The rollup aggregate over any R1-deduplicated signals query.
+fn signals_latest_over(deduped: &str) -> String {
     let loc = |c: &str| {
         format!("coalesce(arg_max({c}, \"timestamp\") FILTER (WHERE {HAS_FIX}), 0) AS {c}")
     };
@@ -37,7 +42,7 @@ pub fn signals_latest_select(filter: &str) -> String {
         loc("loc_lon"),
         loc("loc_hdop"),
         loc("loc_heading"),
-        signals_deduped(filter)
+        deduped
     )
 }
 
@@ -69,11 +74,100 @@ pub fn subjects_filter(subjects: &BTreeSet<String>) -> String {
 /// Replaces both rollups' rows of `subjects` with their recompute, on `conn` (normally inside
 /// the caller's write transaction).
 pub fn refresh_subjects(lake: &Lake, conn: &Connection, subjects: &BTreeSet<String>) -> Result<()> {
+    refresh_signals(lake, conn, subjects)?;
+    refresh_events(lake, conn, subjects)
+}
+
+/// Recomputes the `signals_latest` rows of `subjects` from the base.
+pub fn refresh_signals(lake: &Lake, conn: &Connection, subjects: &BTreeSet<String>) -> Result<()> {
     if subjects.is_empty() {
         return Ok(());
     }
-    replace(lake, conn, &subjects_filter(subjects))
+    let filter = subjects_filter(subjects);
+    let sql = format!(
+        "DELETE FROM lake.signals_latest WHERE {filter};\n\
+         INSERT INTO lake.signals_latest ({}) {};",
+        column_list(&SIGNALS_LATEST_COLUMNS),
+        signals_latest_select(&filter),
+    );
+    conn.execute_batch(&sql)
+        .map_err(|e| lake.error("refresh signals rollup", e))?;
+    Ok(())
 }
+
+/// Recomputes the `events_latest` rows of `subjects` from the base.
+pub fn refresh_events(lake: &Lake, conn: &Connection, subjects: &BTreeSet<String>) -> Result<()> {
+    if subjects.is_empty() {
+        return Ok(());
+    }
+    let filter = subjects_filter(subjects);
+    let sql = format!(
+        "DELETE FROM lake.events_latest WHERE {filter};\n\
+         INSERT INTO lake.events_latest ({}) {};",
+        column_list(&EVENTS_LATEST_COLUMNS),
+        events_latest_select(&filter),
+    );
+    conn.execute_batch(&sql)
+        .map_err(|e| lake.error("refresh events rollup", e))?;
+    Ok(())
+}
+
+/// Folds a window's newly inserted signal rows (`new_rows`, a table with the signals columns)
+/// into `signals_latest` without rescanning history. Exact — equal to the recompute — when no
+/// new row shares its R1 key (subject, name, timestamp) with a row already at rest, because then
+/// the deduplicated base is the disjoint union of the old base and the deduplicated new rows:
+/// counts add, first/last seen take min/max, and the latest value and fix come from whichever
+/// side holds the later timestamp. Subjects where that does not hold (a read-key collision, a
+/// voided event) are in `skip` and must be recomputed with [`refresh_signals`] instead.
+pub fn merge_new_signals(
+    lake: &Lake,
+    conn: &Connection,
+    new_rows: &str,
+    skip: &BTreeSet<String>,
+) -> Result<()> {
+    let filter = if skip.is_empty() {
+        "true".to_owned()
+    } else {
+        let list: Vec<String> = skip.iter().map(|s| quote(s)).collect();
+        format!("subject NOT IN ({})", list.join(", "))
+    };
+    let delta = signals_latest_over(&signals_deduped_from(new_rows, &filter));
+    let newer = "o.subject IS NULL OR d.\"timestamp\" > o.\"timestamp\"";
+    let newer_fix = "o.subject IS NULL OR d.loc_ts > o.loc_ts";
+    let pick =
+        |cond: &str, col: &str| format!("CASE WHEN {cond} THEN d.{col} ELSE o.{col} END AS {col}");
+    let sql = format!(
+        "CREATE OR REPLACE TEMP TABLE {DELTA} AS {delta};\n\
+         CREATE OR REPLACE TEMP TABLE {MERGED} AS SELECT d.subject, d.subject_bucket, d.name, \
+           {}, {}, {}, {}, {}, {}, {}, {}, \
+           d.\"count\" + coalesce(o.\"count\", 0) AS \"count\", \
+           CASE WHEN o.subject IS NULL THEN d.first_seen ELSE least(d.first_seen, o.first_seen) END AS first_seen, \
+           CASE WHEN o.subject IS NULL THEN d.last_seen ELSE greatest(d.last_seen, o.last_seen) END AS last_seen \
+         FROM {DELTA} d LEFT JOIN (SELECT * FROM lake.signals_latest \
+           WHERE subject_bucket IN (SELECT DISTINCT subject_bucket FROM {DELTA})) o \
+           ON o.subject = d.subject AND o.name = d.name;\n\
+         DELETE FROM lake.signals_latest \
+           WHERE subject_bucket IN (SELECT DISTINCT subject_bucket FROM {MERGED}) \
+           AND EXISTS (SELECT 1 FROM {MERGED} m \
+             WHERE m.subject = signals_latest.subject AND m.name = signals_latest.name);\n\
+         INSERT INTO lake.signals_latest ({cols}) SELECT {cols} FROM {MERGED};",
+        pick(newer, "\"timestamp\""),
+        pick(newer, "value_number"),
+        pick(newer, "value_string"),
+        pick(newer_fix, "loc_lat"),
+        pick(newer_fix, "loc_lon"),
+        pick(newer_fix, "loc_hdop"),
+        pick(newer_fix, "loc_heading"),
+        pick(newer_fix, "loc_ts"),
+        cols = column_list(&SIGNALS_LATEST_COLUMNS),
+    );
+    conn.execute_batch(&sql)
+        .map_err(|e| lake.error("merge new signals into rollup", e))?;
+    Ok(())
+}
+
+const DELTA: &str = "temp.main._dq_signals_delta";
+const MERGED: &str = "temp.main._dq_signals_merged";
 
 fn replace(lake: &Lake, conn: &Connection, filter: &str) -> Result<()> {
     let sql = format!(
@@ -91,7 +185,7 @@ fn replace(lake: &Lake, conn: &Connection, filter: &str) -> Result<()> {
     Ok(())
 }
 
-/// What [`rebuild`] did.
+/// What [`rebuild`] recomputed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RebuildSummary {
     /// Buckets recomputed (one transaction each).

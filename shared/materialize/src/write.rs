@@ -20,13 +20,15 @@ use lake::duckdb::Connection;
 use lake::{quote, Lake};
 
 use crate::feed::ts_literal;
-use crate::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_WRITE_KEY};
+use crate::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_READ_KEY, SIGNAL_WRITE_KEY};
 use crate::resolve::Voided;
 use crate::schema::{create_sql, CURSOR_PARTITION, EVENT_COLUMNS, SIGNAL_COLUMNS};
 use crate::{rollup, Error, Result};
 
 const STAGE_SIGNALS: &str = "_dq_stage_signals";
 const STAGE_EVENTS: &str = "_dq_stage_events";
+/// The window's signal rows that pass the anti-join, kept to fold them into the rollup.
+const NEW_SIGNALS: &str = "temp.main._dq_new_signals";
 
 /// Everything one window transaction does.
 #[derive(Debug, Default)]
@@ -66,7 +68,7 @@ fn arrow_err(table: &'static str) -> impl Fn(lake::duckdb::arrow::error::ArrowEr
 }
 
 /// The `lake.signals` rows as one Arrow batch, columns in table order.
-pub fn signal_batch(rows: &[SignalRow]) -> Result<RecordBatch> {
+pub fn signal_batch(rows: &[&SignalRow]) -> Result<RecordBatch> {
     let n = rows.len();
     let mut subject = StringBuilder::with_capacity(n, n * 64);
     let mut bucket = Int32Builder::with_capacity(n);
@@ -190,7 +192,14 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<()> {
     conn.execute_batch(&sql)
         .map_err(|e| lake.error("create staging tables", e))?;
     if !plan.signals.is_empty() {
-        append(lake, conn, STAGE_SIGNALS, signal_batch(&plan.signals)?)?;
+        // One row per write key, first wins: cheaper here than a window function over the stage.
+        let mut seen = std::collections::HashSet::with_capacity(plan.signals.len());
+        let unique: Vec<&SignalRow> = plan
+            .signals
+            .iter()
+            .filter(|r| seen.insert(crate::keys::signal_write_key(r)))
+            .collect();
+        append(lake, conn, STAGE_SIGNALS, signal_batch(&unique)?)?;
     }
     if !plan.events.is_empty() {
         append(lake, conn, STAGE_EVENTS, event_batch(&plan.events)?)?;
@@ -226,13 +235,15 @@ fn buckets<'a>(subjects: impl Iterator<Item = &'a str>) -> String {
         .join(", ")
 }
 
-/// The idempotent insert (§5.2): staged rows whose write key is not already at rest, one per key.
-fn anti_join_insert(
+/// The idempotent insert (§5.2): staged rows whose write key is not already at rest, one per key
+/// (the stage is deduplicated here unless `stage_is_unique`: signals are deduplicated in Rust).
+fn anti_join_select(
     table: &str,
     stage: &str,
     key: &[&str],
     bucket_list: &str,
     (lo, hi): (DateTime<Utc>, DateTime<Utc>),
+    stage_is_unique: bool,
 ) -> String {
     let partition = key
         .iter()
@@ -240,16 +251,46 @@ fn anti_join_insert(
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "INSERT INTO lake.{table} SELECT s.* FROM temp.main.{stage} AS s \
+        "SELECT s.* FROM temp.main.{stage} AS s \
          WHERE NOT EXISTS (SELECT 1 FROM lake.{table} AS t \
            WHERE t.subject_bucket IN ({bucket_list}) \
              AND t.\"timestamp\" >= '{}'::TIMESTAMPTZ AND t.\"timestamp\" <= '{}'::TIMESTAMPTZ \
-             AND {}) \
-         QUALIFY row_number() OVER (PARTITION BY {partition} ORDER BY s.subject) = 1",
+             AND {}) {}",
         ts_literal(lo),
         ts_literal(hi),
         key_equal(key, "t", "s"),
+        if stage_is_unique {
+            String::new()
+        } else {
+            format!("QUALIFY row_number() OVER (PARTITION BY {partition} ORDER BY s.subject) = 1")
+        }
     )
+}
+
+/// Subjects of the window's new signal rows that share a read key (R1) with a row at rest.
+fn read_key_collisions(
+    lake: &Lake,
+    tx: &Connection,
+    bucket_list: &str,
+    (lo, hi): (DateTime<Utc>, DateTime<Utc>),
+) -> Result<BTreeSet<String>> {
+    let sql = format!(
+        "SELECT DISTINCT n.subject FROM {NEW_SIGNALS} n JOIN lake.signals t \
+           ON t.subject_bucket = n.subject_bucket AND {} \
+         WHERE t.subject_bucket IN ({bucket_list}) \
+           AND t.\"timestamp\" >= '{}'::TIMESTAMPTZ AND t.\"timestamp\" <= '{}'::TIMESTAMPTZ",
+        key_equal(&SIGNAL_READ_KEY, "t", "n"),
+        ts_literal(lo),
+        ts_literal(hi),
+    );
+    let mut stmt = tx
+        .prepare(&sql)
+        .map_err(|e| lake.error("find read-key collisions", e))?;
+    let rows = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<std::result::Result<BTreeSet<_>, _>>())
+        .map_err(|e| lake.error("find read-key collisions", e))?;
+    Ok(rows)
 }
 
 /// Runs the plan's statements on `tx` (an open lake transaction); the caller commits.
@@ -259,9 +300,13 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied>
         ..Applied::default()
     };
     let exec = |ctx: &str, sql: &str| -> Result<u64> {
-        tx.execute(sql, [])
+        let t0 = std::time::Instant::now();
+        let n = tx
+            .execute(sql, [])
             .map(|n| n as u64)
-            .map_err(|e| lake.error(ctx, e).into())
+            .map_err(|e| lake.error(ctx, e))?;
+        tracing::debug!(rows = n, took_ms = t0.elapsed().as_millis() as u64, "{ctx}");
+        Ok(n)
     };
     let mut subjects: BTreeSet<String> = BTreeSet::new();
     if !plan.voided.is_empty() {
@@ -286,23 +331,49 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied>
         }
         subjects.extend(plan.voided.iter().map(|(s, _)| s.clone()));
     }
+    // Subjects whose rollup rows must be recomputed from history: the voided ones (rows were
+    // deleted) and those with a new row colliding on the read key with a row at rest. Everything
+    // else is folded in incrementally (`rollup::merge_new_signals`).
+    let mut recompute_signals = subjects.clone();
+    let mut new_signals = false;
     if let Some(r) = range(plan.signals.iter().map(|r| &r.timestamp)) {
         let list = buckets(plan.signals.iter().map(|r| r.subject.as_str()));
+        exec(
+            "select new signals",
+            &format!(
+                "CREATE OR REPLACE TEMP TABLE {NEW_SIGNALS} AS {}",
+                anti_join_select("signals", STAGE_SIGNALS, &SIGNAL_WRITE_KEY, &list, r, true)
+            ),
+        )?;
+        recompute_signals.extend(read_key_collisions(lake, tx, &list, r)?);
         applied.signal_rows = exec(
             "insert signals",
-            &anti_join_insert("signals", STAGE_SIGNALS, &SIGNAL_WRITE_KEY, &list, r),
+            &format!("INSERT INTO lake.signals SELECT * FROM {NEW_SIGNALS}"),
         )?;
-        subjects.extend(plan.signals.iter().map(|r| r.subject.clone()));
+        new_signals = applied.signal_rows > 0;
     }
     if let Some(r) = range(plan.events.iter().map(|r| &r.timestamp)) {
         let list = buckets(plan.events.iter().map(|r| r.subject.as_str()));
         applied.event_rows = exec(
             "insert events",
-            &anti_join_insert("events", STAGE_EVENTS, &EVENT_WRITE_KEY, &list, r),
+            &format!(
+                "INSERT INTO lake.events {}",
+                anti_join_select("events", STAGE_EVENTS, &EVENT_WRITE_KEY, &list, r, false)
+            ),
         )?;
         subjects.extend(plan.events.iter().map(|r| r.subject.clone()));
     }
-    rollup::refresh_subjects(lake, tx, &subjects)?;
+    let t0 = std::time::Instant::now();
+    rollup::refresh_signals(lake, tx, &recompute_signals)?;
+    if new_signals {
+        rollup::merge_new_signals(lake, tx, NEW_SIGNALS, &recompute_signals)?;
+    }
+    rollup::refresh_events(lake, tx, &subjects)?;
+    tracing::debug!(
+        recomputed = recompute_signals.len(),
+        took_ms = t0.elapsed().as_millis() as u64,
+        "rollups updated"
+    );
     if let Some((from, to)) = plan.cursor {
         let n = tx
             .execute(

@@ -1,8 +1,8 @@
 //! Decode throughput on one core: default-module status (10 signals) and Ruptela V1 status,
 //! module alone and the full materializer path (gate, module, post-processing).
 //!
-//! Run: `cargo bench -p dq-decode --bench decode`. Results are printed and written between the
-//! `bench-decode` markers of `BENCHMARKS.md` at the workspace root (created if absent).
+//! Run: `make bench-decode` (`dq-bench decode`). Results are printed and written to the
+//! `bench-decode` section of `BENCHMARKS.md`.
 
 use chrono::Utc;
 use dq_cloudevent::{time::parse_rfc3339, types, RawEvent};
@@ -11,10 +11,10 @@ use dq_decode::{decode_event, SignalModule, VehicleGate};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use crate::report;
+
 const SUBJECT: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:33";
 const MEASURE: Duration = Duration::from_secs(2);
-const START: &str = "<!-- bench-decode:start -->";
-const END: &str = "<!-- bench-decode:end -->";
 
 const DEFAULT_STATUS: &str = r#"{"signals":[
   {"timestamp":"2024-12-01T15:31:12.378Z","name":"speed","value":100.5},
@@ -88,7 +88,8 @@ fn rate(mut f: impl FnMut() -> usize) -> (f64, usize) {
     (runs as f64 / spent.as_secs_f64(), produced)
 }
 
-fn main() {
+/// Runs the four cases and rewrites the `bench-decode` section.
+pub fn run() -> anyhow::Result<()> {
     let gate = VehicleGate {
         chain_id: 137,
         vehicle_contract: dq_cloudevent::did::parse_address(
@@ -122,23 +123,15 @@ fn main() {
         println!("{name:<32} {signals:>3} signals/event  {per_sec:>12.0} events/s");
         table.push_str(&format!("| {name} | {signals} | {per_sec:.0} |\n"));
     }
-    let section = format!(
-        "{START}\n## Decode throughput\n\nMeasured single-threaded with `cargo bench -p dq-decode --bench decode` (release profile, \
-         {} s per case), as events per second of the thread's own CPU time so that a busy shared machine does not skew \
-         the per-core figure. \"Full pipeline\" is what the materializer runs per raw row: vehicle gate, module, \
-         pruning, coordinate merge, finite filter. Goal: at least 200,000 default-status events/s per core.\n\n{table}{END}",
-        MEASURE.as_secs()
+    let body = format!(
+        "## Decode throughput\n\nMeasured single-threaded with `make bench-decode` ({} s per case), as events per \
+         second of the thread's own CPU time so that a busy shared machine does not skew the per-core figure. \
+         \"Full pipeline\" is what the materializer runs per raw row: vehicle gate, module, pruning, coordinate \
+         merge, finite filter. Goal: at least 200,000 default-status events/s per core. Measured on {}.\n\n{table}",
+        MEASURE.as_secs(),
+        report::machine(),
     );
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../BENCHMARKS.md");
-    let current = std::fs::read_to_string(&path).unwrap_or_else(|_| "# Benchmarks\n".to_string());
-    let updated = match (current.find(START), current.find(END)) {
-        (Some(s), Some(e)) if e > s => {
-            format!("{}{section}{}", &current[..s], &current[e + END.len()..])
-        }
-        _ => format!("{}\n{section}\n", current.trim_end()),
-    };
-    match std::fs::write(&path, updated) {
-        Ok(()) => println!("updated {}", path.display()),
-        Err(e) => eprintln!("could not write {}: {e}", path.display()),
-    }
+    report::update_section(&report::benchmarks_md(), "bench-decode", &body)?;
+    println!("updated {}", report::benchmarks_md().display());
+    Ok(())
 }

@@ -1,0 +1,47 @@
+//! `dq-bench`: dq's benchmark runner. Each case generates its data with the din simulator, times
+//! the real code path beside the engine floor measured in the same run, and rewrites its own
+//! section of `BENCHMARKS.md`.
+//!
+//! Built in the dev profile on purpose: its dependencies (DuckDB, arrow) and dq's hot crates are
+//! compiled at opt-level 3 there (root `Cargo.toml`), and it shares the cached DuckDB build
+//! instead of needing a second, release-profile one.
+
+mod decode;
+mod materializer;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "dq-bench",
+    about = "dq benchmarks; results go to BENCHMARKS.md"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decode throughput on one core (default status and Ruptela, module alone and full path).
+    Decode,
+    /// Raw events/s through the materializer (feed → decode → write → commit) beside the floor.
+    Materializer(materializer::Args),
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Decode => decode::run(),
+        Command::Materializer(args) => materializer::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dq-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

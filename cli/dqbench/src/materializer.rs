@@ -1,0 +1,263 @@
+//! `bench-materializer` (issue 4, acceptance 9): raw events/s end to end — change feed → decode →
+//! Arrow write → commit with the cursor CAS — for a ~1M-event fleet, on the file catalog and on
+//! PostgreSQL, beside two engine floors measured in the same run on the same lake:
+//! - raw floor: `INSERT INTO … SELECT * FROM lake.raw_events` (DuckDB copying the same raw rows,
+//!   no decoding), the most a writer of these rows could reach;
+//! - decoded floor: `INSERT INTO … SELECT * FROM lake.signals` (writing the decoded rows alone);
+//!
+//! and the decode-only rate of the same events (one thread, no I/O).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use chrono::{TimeZone, Utc};
+use fleet::{Fleet, FleetConfig};
+use lake::testing::{Backend, TestLake};
+use lake::Lake;
+use materialize::feed::{read_chunk, Source};
+use materialize::Materializer;
+use sim::{SeedOptions, Writer};
+
+use crate::report;
+
+/// Options of the materializer case.
+#[derive(clap::Args)]
+pub struct Args {
+    /// About this many raw events (the fleet's days are sized to reach it).
+    #[arg(long, default_value_t = 1_000_000)]
+    events: u64,
+    /// Catalogs to run on: file, postgres.
+    #[arg(long, value_delimiter = ',', default_value = "file,postgres")]
+    catalogs: Vec<String>,
+}
+
+struct Figures {
+    catalog: &'static str,
+    raw_rows: u64,
+    seed: Duration,
+    materialize: Duration,
+    signal_rows: u64,
+    event_rows: u64,
+    raw_floor: Duration,
+    decoded_floor: Duration,
+    decode_only: Duration,
+}
+
+fn per_sec(n: u64, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64().max(1e-9)
+}
+
+/// 200 vehicles (the production-shaped fleet), with as many days as reach `events`.
+fn fleet_for(events: u64) -> anyhow::Result<FleetConfig> {
+    let one_day = FleetConfig {
+        vehicles: 200,
+        days: 1,
+        ..FleetConfig::default()
+    };
+    let per_day = Fleet::new(one_day.clone())?.estimated_events().max(1);
+    let days = events.div_ceil(per_day).clamp(1, 366) as u32;
+    Ok(FleetConfig { days, ..one_day })
+}
+
+/// Runs the case on every requested catalog and rewrites the `bench-materializer` section.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let fleet = fleet_for(args.events)?;
+    let mut figures = Vec::new();
+    for name in &args.catalogs {
+        let backend = match name.as_str() {
+            "file" => Backend::File,
+            "postgres" => Backend::Postgres,
+            other => bail!("unknown catalog `{other}` (file, postgres)"),
+        };
+        figures.push(case(backend, &fleet)?);
+    }
+    let mut table = String::from(
+        "| catalog | raw events | din simulator write events/s | materializer events/s | raw floor rows/s | vs raw floor | decoded rows | decoded-rows floor rows/s | decode-only events/s (1 thread) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for f in &figures {
+        let ours = per_sec(f.raw_rows, f.materialize);
+        let floor = per_sec(f.raw_rows, f.raw_floor);
+        table.push_str(&format!(
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {} | {:.0} | {:.0} |\n",
+            f.catalog,
+            f.raw_rows,
+            per_sec(f.raw_rows, f.seed),
+            ours,
+            floor,
+            ours / floor,
+            f.signal_rows + f.event_rows,
+            per_sec(f.signal_rows, f.decoded_floor),
+            per_sec(f.raw_rows, f.decode_only),
+        ));
+    }
+    let body = format!(
+        "## Materializer throughput\n\n`make bench-materializer`: a {}-vehicle × {}-day fleet (about {} events, seeded by \
+         the din simulator in 1-hour bundles), drained by the materializer with its production defaults (spans of 16 \
+         snapshots, default windows), timed wall-clock from the first read of the change feed to the last cursor commit. \
+         The floors run on the same lake in the same run: the raw floor copies the same raw rows with one \
+         `INSERT … SELECT`, the decoded-rows floor writes the decoded signal rows with one `INSERT … SELECT`. \
+         Goal: ≥ 100,000 events/s on 2 cores. Measured on {}.\n\n{table}",
+        fleet.vehicles,
+        fleet.days,
+        args.events,
+        report::machine(),
+    );
+    print!("{body}");
+    report::update_section(&report::benchmarks_md(), "bench-materializer", &body)?;
+    println!("updated {}", report::benchmarks_md().display());
+    Ok(())
+}
+
+fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
+    let catalog = match backend {
+        Backend::File => "file",
+        Backend::Postgres => "postgres",
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut t = TestLake::new(backend);
+    // All cores and DuckDB's own memory default, as in production.
+    t.config.threads = None;
+    t.config.memory_limit = None;
+
+    eprintln!(
+        "[{catalog}] seeding {} vehicles × {} days …",
+        fleet.vehicles, fleet.days
+    );
+    let lake = t.open()?;
+    lake::raw::ensure(&lake)?;
+    lake::progress::ensure(&lake)?;
+    let started = Instant::now();
+    let opts = SeedOptions {
+        fleet: fleet.clone(),
+        ..SeedOptions::default()
+    };
+    let total = Fleet::new(fleet.clone())?.estimated_events();
+    let mut next_report = 0u64;
+    let seeded = rt.block_on(sim::seed(&Writer::new(&lake, None), &opts, |done| {
+        if done >= next_report {
+            eprintln!("[{catalog}]   {done} / ~{total} events");
+            next_report = done + total / 10;
+        }
+    }))?;
+    let seed = started.elapsed();
+    drop(lake);
+
+    eprintln!("[{catalog}] materializing {} raw rows …", seeded.rows);
+    let m = Materializer::builder(t.open()?).emf(false).build()?;
+    let started = Instant::now();
+    let (mut raw_rows, mut signal_rows, mut event_rows) = (0, 0, 0);
+    loop {
+        let run = rt.block_on(m.drain(None, None))?;
+        raw_rows += run.counts.raw_rows;
+        signal_rows += run.counts.signal_rows;
+        event_rows += run.counts.event_rows;
+        if run.caught_up {
+            break;
+        }
+    }
+    let materialize = started.elapsed();
+    if raw_rows != seeded.rows {
+        bail!(
+            "materializer read {raw_rows} raw rows, the simulator wrote {}",
+            seeded.rows
+        );
+    }
+
+    eprintln!("[{catalog}] floors …");
+    let lake = m.lake();
+    let raw_floor = copy_time(lake, "raw_events", "bench_floor_raw")?;
+    let decoded_floor = copy_time(lake, "signals", "bench_floor_signals")?;
+    let decode_only = decode_time(&rt, lake)?;
+    eprintln!(
+        "[{catalog}] materializer {:.0} events/s, raw floor {:.0} rows/s",
+        per_sec(raw_rows, materialize),
+        per_sec(raw_rows, raw_floor)
+    );
+    eprintln!("[{catalog}] seeded in {:.1}s", seed.as_secs_f64());
+    Ok(Figures {
+        catalog,
+        raw_rows,
+        seed,
+        materialize,
+        signal_rows,
+        event_rows,
+        raw_floor,
+        decoded_floor,
+        decode_only,
+    })
+}
+
+/// Times one `INSERT INTO lake.<to> SELECT * FROM lake.<from>` into an empty copy of `from` with
+/// the same partitioning and sort order (read back from the catalog), so the floor writes the
+/// same files the real path writes.
+fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Duration> {
+    let conn = lake.connect()?;
+    let layout = lake::raw::table_layout(lake, from)?;
+    let mut ddl = vec![format!(
+        "CREATE TABLE lake.{to} AS SELECT * FROM lake.{from} LIMIT 0"
+    )];
+    if !layout.partition.is_empty() {
+        let keys: Vec<String> = layout
+            .partition
+            .iter()
+            .map(|(col, transform)| match transform.as_str() {
+                "identity" => format!("\"{col}\""),
+                t => format!("{t}(\"{col}\")"),
+            })
+            .collect();
+        ddl.push(format!(
+            "ALTER TABLE lake.{to} SET PARTITIONED BY ({})",
+            keys.join(", ")
+        ));
+    }
+    if !layout.sort.is_empty() {
+        let keys: Vec<String> = layout
+            .sort
+            .iter()
+            .map(|(e, d)| format!("{e} {d}"))
+            .collect();
+        ddl.push(format!(
+            "ALTER TABLE lake.{to} SET SORTED BY ({})",
+            keys.join(", ")
+        ));
+    }
+    conn.execute_batch(&ddl.join(";\n"))
+        .with_context(|| format!("create lake.{to} like lake.{from}"))?;
+    let started = Instant::now();
+    conn.execute_batch(&format!("INSERT INTO lake.{to} SELECT * FROM lake.{from}"))
+        .with_context(|| format!("copy lake.{from}"))?;
+    let took = started.elapsed();
+    conn.execute_batch(&format!("DROP TABLE lake.{to}"))?;
+    Ok(took)
+}
+
+/// Decodes every raw row once, timing only the decoder (the rows are read and resolved first).
+fn decode_time(rt: &tokio::runtime::Runtime, lake: &Lake) -> anyhow::Result<Duration> {
+    let conn = lake.connect()?;
+    let rows = read_chunk(
+        lake,
+        &conn,
+        Source::Range {
+            from: Utc.timestamp_opt(0, 0).unwrap(),
+            to: Utc.timestamp_opt(4_000_000_000, 0).unwrap(),
+        },
+        None,
+        100_000_000,
+        usize::MAX,
+    )?;
+    let resolved = rt.block_on(materialize::resolve::resolve(
+        rows.into_iter().map(|r| r.row).collect(),
+        None,
+    ))?;
+    let started = Instant::now();
+    let out = dq_decode::decode_batch(
+        &resolved.events,
+        &dq_decode::VehicleGate::DISABLED,
+        Utc::now(),
+    );
+    let took = started.elapsed();
+    std::hint::black_box(out);
+    Ok(took)
+}

@@ -1,0 +1,90 @@
+//! Acceptance 5: every `events/graphql-*.json` API Gateway HTTP API v2 payload is deserialized
+//! by lambda_http and answered by the router the Lambda serves. `__DEV_TOKEN__` in an event
+//! stands for a development token minted here for the event's vehicle.
+
+use auth::dev::{DevClaims, DevSigner};
+use auth::Permission;
+use http_body_util::BodyExt;
+use lake::testing::{Backend, TestLake};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const VEHICLE: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:1";
+
+fn events_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events")
+}
+
+#[tokio::test]
+async fn every_graphql_event_is_answered() {
+    let t = TestLake::new(Backend::File);
+    let lake = t.open().unwrap();
+    materialize::schema::ensure(&lake).unwrap();
+    let signer = DevSigner::generate("https://auth.dimo.test").unwrap();
+    let state = graphql::AppState::new(
+        graphql::schema::build().unwrap(),
+        Arc::new(query::Engine::new(lake)),
+        Some(signer.validator().unwrap()),
+        graphql::Limits::default(),
+    );
+    let app = graphql::router(Arc::new(state));
+    let token = signer
+        .mint(&DevClaims::vehicle(
+            VEHICLE,
+            &[
+                Permission::GetNonLocationHistory,
+                Permission::GetLocationHistory,
+            ],
+        ))
+        .unwrap();
+
+    let mut names: Vec<String> = std::fs::read_dir(events_dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("graphql-") && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 6, "{names:?}");
+    for name in names {
+        let text = std::fs::read_to_string(events_dir().join(&name))
+            .unwrap()
+            .replace("__DEV_TOKEN__", &token);
+        let request = lambda_http::request::from_str(&text)
+            .unwrap_or_else(|e| panic!("{name}: not an API Gateway event: {e}"));
+        let response = app.clone().oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8_lossy(&body).to_string();
+        let json = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+        match name.as_str() {
+            "graphql-playground.json" => {
+                assert_eq!(status, 200);
+                assert!(text.contains("GraphQL playground"), "{name}");
+            }
+            "graphql-ready.json" => assert_eq!((status, text.as_str()), (200, "ok")),
+            "graphql-query-get.json" => {
+                assert_eq!(status, 200, "{text}");
+                assert_eq!(json["data"]["__typename"], "Query");
+            }
+            "graphql-query-post.json" => {
+                assert_eq!(status, 200, "{text}");
+                assert!(json.get("errors").is_none(), "{text}");
+                assert_eq!(
+                    json["data"]["signalsLatest"],
+                    serde_json::json!({"lastSeen": null, "speed": null})
+                );
+            }
+            "graphql-query-post-base64.json" => {
+                assert_eq!(status, 200, "{text}");
+                assert_eq!(json["data"]["availableSignals"], Value::Null, "{text}");
+            }
+            "graphql-query-invalid-token.json" => {
+                assert_eq!(status, 401);
+                assert_eq!(json, serde_json::json!({"message": "JWT is invalid."}));
+            }
+            other => panic!("no expectation for {other}"),
+        }
+    }
+}

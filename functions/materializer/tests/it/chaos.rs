@@ -1,0 +1,201 @@
+//! Acceptance 3: the real `materializer` binary is SIGKILLed at random points, at least 25 times,
+//! while the din simulator keeps writing (duplicates, bisected bundles, late arrivals, tombstones,
+//! blobs). After draining, `audit` is clean and the decoded tables hold exactly the decoder's
+//! output for every decodable event — nothing lost, nothing twice.
+//!
+//! PostgreSQL catalog only: a file catalog cannot be opened by two processes at once, so din and
+//! the materializer could not run side by side on it.
+//!
+//! `DQ_CHAOS_KILLS` (default 25) and `DQ_CHAOS_SEED` (default: time-based, printed) tune the run;
+//! `make chaos` runs a long variant.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blob::{BlobConfig, BlobStore};
+use fleet::FleetConfig;
+use lake::testing::{Backend, TestLake};
+use materialize::testing::{expected, stored_events, stored_signals};
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+use sim::{SeedOptions, Writer};
+
+const BIN: &str = env!("CARGO_BIN_EXE_materializer");
+
+fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The binary's environment for this lake: small windows and spans so a pass has many commit
+/// points to die at.
+fn command(t: &TestLake, blob_dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("DUCKLAKE_CATALOG_DSN", t.config.catalog.uri())
+        .env(
+            "DUCKLAKE_DATA_PATH",
+            t.config.data_path.as_deref().expect("test lake data path"),
+        )
+        .env("DUCKDB_EXTENSION_DIR", &t.config.extension_dir)
+        .env("DUCKDB_THREADS", "1")
+        .env("BLOB_BUCKET", blob_dir)
+        .env("MATERIALIZER_MAX_SNAPSHOT_SPAN", "3")
+        .env("MATERIALIZER_WINDOW_ROWS", "150")
+        .env("MATERIALIZER_POLL_INTERVAL", "20ms")
+        .env("MATERIALIZER_EMF", "false")
+        .env("RUST_LOG", "warn")
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .env_remove("MATERIALIZER_LEASE_TABLE")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// The committed cursor (0 before the first pass created it).
+fn cursor(lake: &lake::Lake) -> i64 {
+    lake.conn()
+        .query_row(
+            "SELECT cursor FROM lake.ingest_progress WHERE partition = ?",
+            [materialize::schema::CURSOR_PARTITION],
+            |r| r.get::<_, String>(0),
+        )
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+fn kill9(child: &mut Child) {
+    // SIGKILL: no destructor, no rollback, no lease release runs.
+    child.kill().expect("SIGKILL materializer");
+    child.wait().expect("reap materializer");
+}
+
+fn run_json(mut cmd: Command, what: &str) -> Value {
+    let out = cmd.output().expect("run materializer");
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{what}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn sigkill_at_random_points_loses_and_duplicates_nothing() {
+    let kills: usize = env_or("DQ_CHAOS_KILLS", 25);
+    let seed: u64 = env_or(
+        "DQ_CHAOS_SEED",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    );
+    eprintln!("chaos: {kills} kills, DQ_CHAOS_SEED={seed}");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+
+    let t = TestLake::new(Backend::Postgres);
+    let blob_dir = t.path("blobs");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    {
+        let lake = t.open().unwrap();
+        lake::raw::ensure(&lake).unwrap();
+        lake::progress::ensure(&lake).unwrap();
+    }
+
+    // din: paced so that it keeps writing through the whole kill phase.
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let config = t.config.clone();
+        let blob_dir = blob_dir.clone();
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let lake = lake::Lake::open(config).unwrap();
+            let blobs = rt
+                .block_on(BlobStore::open(&BlobConfig::local(&blob_dir)))
+                .unwrap();
+            let writer = Writer::new(&lake, Some(&blobs)).with_threshold(1536);
+            let opts = SeedOptions {
+                fleet: FleetConfig {
+                    vehicles: 4,
+                    days: 1,
+                    ..FleetConfig::default()
+                },
+                bundle_window: Duration::from_secs(1800),
+                duplicate_every: 4,
+                split_every: 5,
+                late_every: 13,
+                tombstone_every: 25,
+            };
+            let report = rt
+                .block_on(sim::seed(&writer, &opts, |_| {
+                    std::thread::sleep(Duration::from_millis(400))
+                }))
+                .unwrap();
+            done.store(true, Ordering::SeqCst);
+            report
+        })
+    };
+
+    let observer = t.open().unwrap();
+    let started = Instant::now();
+    let mut kills_during_writes = 0;
+    let mut cursors = vec![cursor(&observer)];
+    for _ in 0..kills {
+        let mut child = command(&t, &blob_dir, &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn materializer");
+        std::thread::sleep(Duration::from_millis(rng.gen_range(300..2500)));
+        if !done.load(Ordering::SeqCst) {
+            kills_during_writes += 1;
+        }
+        kill9(&mut child);
+        cursors.push(cursor(&observer));
+    }
+    cursors.dedup();
+    let report = writer.join().expect("din simulator thread");
+    eprintln!(
+        "chaos: {kills} kills in {:.1}s ({kills_during_writes} while din was writing); cursor positions \
+         between kills {cursors:?}; din wrote {report:?}",
+        started.elapsed().as_secs_f64()
+    );
+    // Killed processes still made progress between kills, so kills also hit running passes, not
+    // only process start-up.
+    assert!(cursors.len() > 2, "the cursor barely moved: {cursors:?}");
+    assert!(
+        kills_during_writes * 2 >= kills,
+        "most kills must land while din writes ({kills_during_writes}/{kills})"
+    );
+
+    let drained = run_json(command(&t, &blob_dir, &["--once"]), "drain");
+    assert_eq!(drained["caught_up"], true, "{drained}");
+    let audit = run_json(command(&t, &blob_dir, &["--action", "audit"]), "audit");
+    assert_eq!(audit["clean"], true, "{audit}");
+
+    let lake = t.open().unwrap();
+    let blobs = Arc::new(
+        rt.block_on(BlobStore::open(&BlobConfig::local(&blob_dir)))
+            .unwrap(),
+    );
+    let (want_signals, want_events) = expected(&rt, &lake, Some(&blobs));
+    let (got_signals, got_events) = (stored_signals(&lake), stored_events(&lake));
+    assert!(!want_signals.is_empty());
+    assert_eq!(got_signals.len(), want_signals.len(), "signal rows");
+    assert!(got_signals == want_signals, "signal rows differ");
+    assert_eq!(got_events.len(), want_events.len(), "event rows");
+    assert!(got_events == want_events, "event rows differ");
+}

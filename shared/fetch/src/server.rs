@@ -1,0 +1,243 @@
+//! Serving FetchService: one router for plain gRPC (HTTP/2) and gRPC-web (HTTP/1.1, tonic-web),
+//! used as is by the local listener and by the Lambda adapter; and the service assembled from
+//! the environment (lake, blob store, auth, identity-api, limits).
+
+use crate::db::Db;
+use crate::payload::Payloads;
+use crate::service::FetchApi;
+use auth::cache::FetchFuture;
+use auth::{
+    AuthSettings, CacheConfig, DeviceLinks, GrpcAuthenticator, IdentityError, JwksCache,
+    JwksFetchError, JwksFetcher, JwksLocation, KeySource, LinkFuture, TokenValidator,
+};
+use proto::grpc::fetch_service_server::FetchServiceServer;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest gRPC message sent or received (§4.2).
+pub const MAX_MESSAGE_BYTES: usize = 50 << 20;
+/// Local listener port.
+pub const PORT_GRPC: &str = "PORT_GRPC";
+/// Port when `PORT_GRPC` is unset (Go dq's `GRPC_PORT` default).
+pub const DEFAULT_PORT_GRPC: u16 = 8086;
+/// Calls in flight at once; 0 or unset = unlimited (§6.2).
+pub const MAX_CONCURRENT_REQUESTS: &str = "MAX_CONCURRENT_REQUESTS";
+/// Timeout of JWKS and identity-api requests.
+const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The FetchService router: gRPC and gRPC-web on the same routes, 50 MiB messages.
+pub fn router(api: FetchApi) -> axum::Router {
+    let service = FetchServiceServer::new(api)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    tonic::service::Routes::new(service)
+        .into_axum_router()
+        .layer(tonic_web::GrpcWebLayer::new())
+}
+
+/// Serves `router` on `listener` (HTTP/2 and HTTP/1.1) until `shutdown` resolves, then drains.
+///
+/// # Errors
+/// When the server fails.
+pub async fn serve(
+    router: axum::Router,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    tonic::transport::Server::builder()
+        .accept_http1(true)
+        .add_routes(tonic::service::Routes::from(router))
+        .serve_with_incoming_shutdown(
+            tonic::transport::server::TcpIncoming::from(listener),
+            shutdown,
+        )
+        .await
+}
+
+/// Why the service could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A setting is invalid.
+    #[error("invalid setting {key}: {reason}")]
+    Setting {
+        /// The environment key.
+        key: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The auth settings are invalid.
+    #[error(transparent)]
+    Auth(#[from] auth::ConfigError),
+    /// The lake could not be opened.
+    #[error(transparent)]
+    Lake(#[from] lake::Error),
+    /// The blob store could not be configured.
+    #[error(transparent)]
+    Blob(#[from] blob::BlobError),
+    /// The HTTP client could not be built.
+    #[error("http client: {0}")]
+    Http(String),
+}
+
+/// The listen address from `PORT_GRPC` (all interfaces).
+///
+/// # Errors
+/// [`StartError::Setting`] for a value that is not a port.
+pub fn listen_addr() -> Result<SocketAddr, StartError> {
+    let port = match env(PORT_GRPC) {
+        None => DEFAULT_PORT_GRPC,
+        Some(v) => v.parse().map_err(|_| StartError::Setting {
+            key: PORT_GRPC,
+            reason: "must be a port number".into(),
+        })?,
+    };
+    Ok(SocketAddr::from(([0, 0, 0, 0], port)))
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Assembles the service from the environment: `DUCKLAKE_*`/`DUCKDB_*` (lake), `BLOB_*` and
+/// `S3_*` (blob store; none without `BLOB_BUCKET`), the auth settings (`TOKEN_EXCHANGE_*`,
+/// `FETCH_GRPC_REQUIRE_JWT`, `FETCH_IAM_ALLOWED_CALLERS`, `FETCH_GRPC_TRUST_UNAUTHENTICATED`,
+/// `IDENTITY_API_URL`) and `MAX_CONCURRENT_REQUESTS`.
+///
+/// # Errors
+/// [`StartError`] naming what is wrong.
+pub async fn api_from_env() -> Result<FetchApi, StartError> {
+    let settings = AuthSettings::from_env()?;
+    let max_concurrent = match env(MAX_CONCURRENT_REQUESTS) {
+        None => 0,
+        Some(v) => v.parse().map_err(|_| StartError::Setting {
+            key: MAX_CONCURRENT_REQUESTS,
+            reason: "must be a non-negative integer".into(),
+        })?,
+    };
+    let blob_cfg = blob::BlobConfig::from_env();
+    let store = if blob_cfg.bucket.is_empty() {
+        None
+    } else {
+        Some(Arc::new(blob::BlobStore::open(&blob_cfg).await?))
+    };
+    let lake_cfg = lake::LakeConfig::from_env()?;
+    let lake = tokio::task::spawn_blocking(move || lake::Lake::open(lake_cfg))
+        .await
+        .map_err(|e| StartError::Setting {
+            key: "DUCKLAKE_CATALOG_DSN",
+            reason: format!("opening the lake failed: {e}"),
+        })??;
+    let http = reqwest::Client::builder()
+        .timeout(UPSTREAM_TIMEOUT)
+        .build()
+        .map_err(|e| StartError::Http(e.to_string()))?;
+    let validator = match (settings.validation_config(), settings.jwks_location()) {
+        (Some(config), Some(location)) => {
+            let fetcher = HttpJwks {
+                http: http.clone(),
+                location,
+            };
+            let cache = JwksCache::new(fetcher, CacheConfig::default());
+            Some(TokenValidator::new(
+                config,
+                KeySource::Cached(Arc::new(cache)),
+            ))
+        }
+        _ => None,
+    };
+    let authenticator = GrpcAuthenticator::new(validator, settings.grpc_require_jwt)
+        .with_allow_list(settings.iam_allowed_callers.clone())
+        .trust_unauthenticated(settings.grpc_trust_unauthenticated);
+    let mut api = FetchApi::new(Arc::new(Db::new(lake)), Payloads::new(store), authenticator)
+        .with_concurrency_limit(max_concurrent);
+    if let Some(url) = settings.identity_api_url.clone() {
+        api = api.with_device_links(Arc::new(IdentityApi { http, url }));
+    }
+    Ok(api)
+}
+
+/// Fetches the JWKS from its URL, or through the issuer's OIDC discovery document.
+struct HttpJwks {
+    http: reqwest::Client,
+    location: JwksLocation,
+}
+
+impl HttpJwks {
+    async fn get(&self, url: &str) -> Result<Vec<u8>, JwksFetchError> {
+        let resp = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .map_err(JwksFetchError::new)?;
+        if !resp.status().is_success() {
+            return Err(JwksFetchError(format!("GET {url}: HTTP {}", resp.status())));
+        }
+        Ok(resp.bytes().await.map_err(JwksFetchError::new)?.to_vec())
+    }
+}
+
+impl JwksFetcher for HttpJwks {
+    fn fetch(&self) -> FetchFuture<'_> {
+        Box::pin(async move {
+            match &self.location {
+                JwksLocation::Url(url) => self.get(url).await,
+                JwksLocation::Discover { issuer } => {
+                    let doc = self.get(&auth::config::discovery_url(issuer)).await?;
+                    let uri = auth::config::jwks_uri_from_discovery(&doc).ok_or_else(|| {
+                        JwksFetchError("discovery document has no jwks_uri".into())
+                    })?;
+                    self.get(&uri).await
+                }
+            }
+        })
+    }
+}
+
+/// identity-api device → vehicle lookups (dq-query.md §5.3).
+struct IdentityApi {
+    http: reqwest::Client,
+    url: String,
+}
+
+const IDENTITY_QUERY: &str = "query($did:String!){ aftermarketDevice(by:{tokenDID:$did}){vehicle{tokenDID}} syntheticDevice(by:{tokenDID:$did}){vehicle{tokenDID}} }";
+
+impl DeviceLinks for IdentityApi {
+    fn paired_vehicle<'a>(&'a self, device_did: &'a str) -> LinkFuture<'a> {
+        Box::pin(async move {
+            let body =
+                serde_json::json!({"query": IDENTITY_QUERY, "variables": {"did": device_did}});
+            let resp = self
+                .http
+                .post(&self.url)
+                .json(&body)
+                .send()
+                .await
+                .map_err(IdentityError::new)?;
+            if !resp.status().is_success() {
+                return Err(IdentityError(format!(
+                    "identity-api: HTTP {}",
+                    resp.status()
+                )));
+            }
+            let doc: serde_json::Value = resp.json().await.map_err(IdentityError::new)?;
+            // Partial GraphQL errors are normal: the first kind that knows the device wins.
+            let vehicle = ["aftermarketDevice", "syntheticDevice"]
+                .iter()
+                .find_map(|kind| {
+                    doc.pointer(&format!("/data/{kind}/vehicle/tokenDID"))
+                        .and_then(serde_json::Value::as_str)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                });
+            match vehicle {
+                Some(v) => Ok(Some(v)),
+                None => Err(IdentityError("identity-api: device not found".into())),
+            }
+        })
+    }
+}

@@ -1,0 +1,421 @@
+//! `grpc.FetchService` (dq-query.md §4.2, §4.3, §5.5): per call, the in-flight limit, the
+//! deadline (the client's `grpc-timeout`, else 30 s), authentication, then per-RPC subject
+//! authorization before any query.
+
+use crate::convert::{
+    effective_options, event_to_proto, filter_from_advanced, index_from_proto, index_to_proto,
+};
+use crate::db::Db;
+use crate::error::{FetchError, MAX_INDEXES};
+use crate::filter::{clamp_limit, Filter};
+use crate::payload::{valid_index_key, Payloads};
+use crate::search::Index;
+use auth::{
+    authorize_index_subjects, authorize_subject_filter, AuthError, DeviceLinks, GrpcAuthenticator,
+    GrpcCredentials, Principal, SubjectScope, Surface, VerifiedIamCaller,
+};
+use proto::grpc::fetch_service_server::FetchService;
+use proto::grpc::{
+    AdvancedSearchOptions, GetLatestCloudEventRequest, GetLatestCloudEventResponse,
+    GetLatestIndexRequest, GetLatestIndexResponse, ListCloudEventsFromKeysRequest,
+    ListCloudEventsFromKeysResponse, ListCloudEventsRequest, ListCloudEventsResponse,
+    ListIndexesRequest, ListIndexesResponse, StringFilterOption,
+};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tonic::{Code, Request, Response, Status};
+
+/// Deadline of a call whose client sent none.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a call waits for an in-flight slot before RESOURCE_EXHAUSTED.
+pub const ADMISSION_WAIT: Duration = Duration::from_millis(100);
+
+/// The caller ARN that API Gateway verified for an IAM-authorized route. Only the Lambda
+/// adapter inserts it into the request extensions, from the request context (never from a
+/// header), so a client cannot forge it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IamCaller(pub String);
+
+/// The FetchService implementation.
+#[derive(Clone)]
+pub struct FetchApi {
+    db: Arc<Db>,
+    payloads: Payloads,
+    auth: Arc<GrpcAuthenticator>,
+    links: Option<Arc<dyn DeviceLinks>>,
+    limiter: Option<Arc<Semaphore>>,
+    default_deadline: Duration,
+}
+
+impl std::fmt::Debug for FetchApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchApi")
+            .field("payloads", &self.payloads)
+            .field("auth", &self.auth)
+            .field("default_deadline", &self.default_deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an admitted, authenticated call carries through its RPC.
+struct Call {
+    caller: Option<Principal>,
+    deadline: Instant,
+    budget: Duration,
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+impl Call {
+    /// Runs `work` within the call's deadline.
+    async fn within<T>(&self, work: impl Future<Output = Result<T, Status>>) -> Result<T, Status> {
+        tokio::time::timeout_at(self.deadline, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Status::deadline_exceeded(
+                    FetchError::Deadline(self.budget).to_string(),
+                ))
+            })
+    }
+}
+
+impl FetchApi {
+    /// A service over `db`, resolving payloads with `payloads` and authenticating with `auth`.
+    pub fn new(db: Arc<Db>, payloads: Payloads, auth: GrpcAuthenticator) -> FetchApi {
+        FetchApi {
+            db,
+            payloads,
+            auth: Arc::new(auth),
+            links: None,
+            limiter: None,
+            default_deadline: DEFAULT_DEADLINE,
+        }
+    }
+
+    /// Device → vehicle links for cross-subject access (identity-api).
+    pub fn with_device_links(mut self, links: Arc<dyn DeviceLinks>) -> FetchApi {
+        self.links = Some(links);
+        self
+    }
+
+    /// At most `n` calls in flight (`MAX_CONCURRENT_REQUESTS`; 0 = unlimited).
+    pub fn with_concurrency_limit(mut self, n: usize) -> FetchApi {
+        self.limiter = (n > 0).then(|| Arc::new(Semaphore::new(n)));
+        self
+    }
+
+    /// The deadline of calls that send no `grpc-timeout`.
+    pub fn with_default_deadline(mut self, d: Duration) -> FetchApi {
+        self.default_deadline = d;
+        self
+    }
+
+    /// Admission, deadline and authentication of one call (§4.2 order).
+    async fn start<T>(
+        &self,
+        request: Request<T>,
+        method: &'static str,
+    ) -> Result<(Call, T), Status> {
+        let slot = match &self.limiter {
+            None => None,
+            Some(sem) => Some(
+                tokio::time::timeout(ADMISSION_WAIT, Arc::clone(sem).acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .ok_or_else(|| {
+                        Status::resource_exhausted(
+                            "server is at its concurrent-request limit; retry shortly",
+                        )
+                    })?,
+            ),
+        };
+        let budget = request
+            .metadata()
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_grpc_timeout)
+            .unwrap_or(self.default_deadline);
+        // A client may send up to 99999999 hours: saturate rather than overflow.
+        let deadline = Instant::now()
+            .checked_add(budget)
+            .unwrap_or_else(|| Instant::now() + DEFAULT_DEADLINE);
+        let authorization = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let iam = request.extensions().get::<IamCaller>().cloned();
+        let credentials = GrpcCredentials {
+            authorization: authorization.as_deref(),
+            iam_caller: iam.as_ref().map(|c| VerifiedIamCaller(&c.0)),
+        };
+        let mut call = Call {
+            caller: None,
+            deadline,
+            budget,
+            _slot: slot,
+        };
+        call.caller = call
+            .within(async {
+                self.auth.authenticate(credentials).await.map_err(|e| {
+                    tracing::warn!(method, error = %e, "fetch gRPC token validation failed");
+                    auth_status(&e)
+                })
+            })
+            .await?;
+        Ok((call, request.into_inner()))
+    }
+
+    /// §5.5: authorizes the search's subjects and, for a token, REPLACES the subject filter by
+    /// exactly the authorized DIDs (client `not_in`/`or` on subject dropped); then builds the
+    /// filter, refusing `or` clauses.
+    async fn scoped_filter(
+        &self,
+        call: &Call,
+        mut options: AdvancedSearchOptions,
+    ) -> Result<Result<Filter, FetchError>, Status> {
+        let requested = options
+            .subject
+            .as_ref()
+            .map(|s| s.r#in.clone())
+            .unwrap_or_default();
+        let scope =
+            authorize_subject_filter(call.caller.as_ref(), &requested, self.links.as_deref())
+                .await
+                .map_err(|e| auth_status(&e))?;
+        if let SubjectScope::Only(list) = scope {
+            options.subject = Some(StringFilterOption {
+                r#in: list.into_iter().map(|s| s.search).collect(),
+                ..Default::default()
+            });
+        }
+        Ok(filter_from_advanced(&options))
+    }
+
+    async fn search(&self, filter: Filter, limit: usize) -> Result<Vec<Index>, FetchError> {
+        self.db.read(move |r| r.search(&filter, limit)).await
+    }
+
+    async fn latest(&self, filter: Filter) -> Result<Index, FetchError> {
+        self.db.read(move |r| r.latest(&filter)).await
+    }
+}
+
+fn auth_status(e: &AuthError) -> Status {
+    Status::new(
+        Code::from_i32(e.code().grpc_code()),
+        e.message(Surface::Grpc),
+    )
+}
+
+/// Maps a search failure to the RPC's status (§4.3): NOT_FOUND with `not_found` for an empty
+/// result, INTERNAL with the `internal` context otherwise.
+fn status(e: FetchError, not_found: impl FnOnce(&FetchError) -> String, internal: &str) -> Status {
+    match e {
+        FetchError::NotFound => Status::not_found(not_found(&e)),
+        _ => Status::internal(format!("{internal}: {e}")),
+    }
+}
+
+/// Parses a `grpc-timeout` header: up to 8 digits and a unit (H, M, S, m, u, n).
+fn parse_grpc_timeout(v: &str) -> Option<Duration> {
+    if !v.is_ascii() {
+        return None;
+    }
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[tonic::async_trait]
+impl FetchService for FetchApi {
+    async fn get_latest_index(
+        &self,
+        request: Request<GetLatestIndexRequest>,
+    ) -> Result<Response<GetLatestIndexResponse>, Status> {
+        let (call, req) = self.start(request, "GetLatestIndex").await?;
+        call.within(async {
+            let options = effective_options(req.options.as_ref(), req.advanced_options.as_ref());
+            let fail = |e| {
+                status(
+                    e,
+                    |e| format!("no index key Found: {e}"),
+                    "failed to get latest index",
+                )
+            };
+            let filter = self.scoped_filter(&call, options).await?.map_err(fail)?;
+            let index = self.latest(filter).await.map_err(fail)?;
+            Ok(Response::new(GetLatestIndexResponse {
+                index: Some(index_to_proto(&index)),
+            }))
+        })
+        .await
+    }
+
+    async fn list_indexes(
+        &self,
+        request: Request<ListIndexesRequest>,
+    ) -> Result<Response<ListIndexesResponse>, Status> {
+        let (call, req) = self.start(request, "ListIndexes").await?;
+        call.within(async {
+            let options = effective_options(req.options.as_ref(), req.advanced_options.as_ref());
+            let fail = |e| {
+                status(
+                    e,
+                    |_| "no index keys found".into(),
+                    "failed to list indexes",
+                )
+            };
+            let filter = self.scoped_filter(&call, options).await?.map_err(fail)?;
+            let indexes = self
+                .search(filter, clamp_limit(req.limit.into()))
+                .await
+                .map_err(fail)?;
+            if indexes.is_empty() {
+                return Err(fail(FetchError::NotFound));
+            }
+            Ok(Response::new(ListIndexesResponse {
+                indexes: indexes.iter().map(index_to_proto).collect(),
+            }))
+        })
+        .await
+    }
+
+    async fn get_latest_cloud_event(
+        &self,
+        request: Request<GetLatestCloudEventRequest>,
+    ) -> Result<Response<GetLatestCloudEventResponse>, Status> {
+        let (call, req) = self.start(request, "GetLatestCloudEvent").await?;
+        call.within(async {
+            let options = effective_options(req.options.as_ref(), req.advanced_options.as_ref());
+            let fail = |e| {
+                status(
+                    e,
+                    |e| format!("no cloud event found: {e}"),
+                    "failed to get latest cloud event",
+                )
+            };
+            let filter = self.scoped_filter(&call, options).await?.map_err(fail)?;
+            let index = self.latest(filter).await.map_err(fail)?;
+            // Any failure past the search, a vanished row included, is the payload's.
+            let event = self
+                .payloads
+                .resolve(&self.db, std::slice::from_ref(&index))
+                .await
+                .and_then(|mut events| events.pop().ok_or(FetchError::NotFound))
+                .map_err(|e| Status::internal(format!("failed to get latest object: {e}")))?;
+            Ok(Response::new(GetLatestCloudEventResponse {
+                cloud_event: Some(event_to_proto(event)),
+            }))
+        })
+        .await
+    }
+
+    async fn list_cloud_events(
+        &self,
+        request: Request<ListCloudEventsRequest>,
+    ) -> Result<Response<ListCloudEventsResponse>, Status> {
+        let (call, req) = self.start(request, "ListCloudEvents").await?;
+        call.within(async {
+            let options = effective_options(req.options.as_ref(), req.advanced_options.as_ref());
+            let fail = |e| match e {
+                FetchError::BudgetExceeded => Status::resource_exhausted(e.to_string()),
+                e => status(
+                    e,
+                    |_| "no cloud events found".into(),
+                    "failed to get objects",
+                ),
+            };
+            let filter = self.scoped_filter(&call, options).await?.map_err(fail)?;
+            let indexes = self
+                .search(filter, clamp_limit(req.limit.into()))
+                .await
+                .map_err(fail)?;
+            if indexes.is_empty() {
+                return Err(fail(FetchError::NotFound));
+            }
+            let events = self
+                .payloads
+                .resolve(&self.db, &indexes)
+                .await
+                .map_err(|e| match e {
+                    // A row voided between search and resolution is not "no match".
+                    FetchError::NotFound => Status::internal(format!("failed to get objects: {e}")),
+                    e => fail(e),
+                })?;
+            Ok(Response::new(ListCloudEventsResponse {
+                cloud_events: events.into_iter().map(event_to_proto).collect(),
+            }))
+        })
+        .await
+    }
+
+    async fn list_cloud_events_from_index(
+        &self,
+        request: Request<ListCloudEventsFromKeysRequest>,
+    ) -> Result<Response<ListCloudEventsFromKeysResponse>, Status> {
+        let (call, req) = self.start(request, "ListCloudEventsFromIndex").await?;
+        call.within(async {
+            let fail = |e: FetchError| match e {
+                FetchError::TooManyIndexes(_) | FetchError::InvalidIndexKey => {
+                    Status::invalid_argument(e.to_string())
+                }
+                e => Status::internal(format!("failed to get objects: {e}")),
+            };
+            if req.indexes.len() > MAX_INDEXES {
+                return Err(fail(FetchError::TooManyIndexes(req.indexes.len())));
+            }
+            let mut indexes: Vec<Index> = req.indexes.iter().map(index_from_proto).collect();
+            if indexes.iter().any(|i| !valid_index_key(&i.key)) {
+                return Err(fail(FetchError::InvalidIndexKey));
+            }
+            let subjects: Vec<&str> = indexes.iter().map(|i| i.header.subject.as_str()).collect();
+            let authorized =
+                authorize_index_subjects(call.caller.as_ref(), &subjects, self.links.as_deref())
+                    .await
+                    .map_err(|e| auth_status(&e))?;
+            // A device subject authorized through its vehicle is read under its normalized DID.
+            for (index, a) in indexes.iter_mut().zip(authorized) {
+                index.header.subject = a.search;
+            }
+            let events = self
+                .payloads
+                .resolve(&self.db, &indexes)
+                .await
+                .map_err(fail)?;
+            Ok(Response::new(ListCloudEventsFromKeysResponse {
+                cloud_events: events.into_iter().map(event_to_proto).collect(),
+            }))
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_parse() {
+        assert_eq!(parse_grpc_timeout("5S"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_grpc_timeout("100m"), Some(Duration::from_millis(100)));
+        assert_eq!(parse_grpc_timeout("2H"), Some(Duration::from_secs(7200)));
+        for bad in ["", "S", "5", "5x", "123456789S", "-1S", "1.5S", "5é"] {
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad}");
+        }
+    }
+}

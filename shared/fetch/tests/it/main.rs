@@ -1,0 +1,283 @@
+//! FetchService against a real lake (DuckDB + DuckLake, seeded by the din simulator):
+//! - `search.rs`: the read semantics through [`fetch::Reader`] and [`fetch::Payloads`], on both
+//!   catalog backends;
+//! - `grpc.rs`: each RPC through a tonic client over HTTP/2, edge cases included;
+//! - `grpc_web.rs`: the same service over HTTP/1.1 `application/grpc-web+proto`;
+//! - `access.rs`: unauthenticated, expired, wrong-subject and IAM callers;
+//! - `lambda.rs`: the sample API Gateway events in `events/` through the Lambda adapter;
+//! - `blobs.rs`: externalized payloads on moto S3, sealed.
+//!
+//! One seeded lake and its servers are shared by the whole binary (read-only tests).
+
+mod access;
+mod blobs;
+mod grpc;
+mod grpc_web;
+mod lambda;
+mod search;
+
+use auth::dev::{now_secs, DevClaims, DevSigner};
+use auth::{GrpcAuthenticator, Permission, ServiceAllowList};
+use base64::Engine as _;
+use blob::{BlobConfig, BlobStore};
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use dq_cloudevent::event::{CloudEventHeader, RawEvent};
+use fetch::{Db, FetchApi, Payloads};
+use lake::testing::{Backend, TestLake};
+use lake::Lake;
+use proto::grpc::fetch_service_client::FetchServiceClient;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use tonic::transport::Channel;
+
+pub const VEHICLE: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF";
+pub const SOURCE: &str = "0xF26421509Efe92861a587482100c6d728aBf1CD0";
+pub const OTHER_SOURCE: &str = "0x5e31bBc786D7bEd95216383787deA1ab0f1c1897";
+pub const ATTESTER: &str = "0x07B584f6a7125491C991ca2a45ab9e641B1CeE1b";
+/// DBE1 key (32 × 0x2a), also din's golden-vector key.
+pub const BLOB_KEY: &str = "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
+pub const ISSUER: &str = "https://issuer.test";
+/// The IAM role allowed without a token (matches `events/fetch-*.json`).
+pub const ALLOWED_ROLE: &str = "arn:aws:iam::123456789012:role/telemetry-api";
+
+pub fn subject(token: u32) -> String {
+    format!("{VEHICLE}:{token}")
+}
+
+/// Fixed base time of the seeded events (within 400 days of the test clock for most tests).
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap()
+}
+
+pub fn at(secs: i64) -> DateTime<Utc> {
+    t0() + Duration::seconds(secs)
+}
+
+/// An event of vehicle `token` with a JSON payload.
+pub fn event(token: u32, id: &str, event_type: &str, time: DateTime<Utc>, data: &str) -> RawEvent {
+    RawEvent {
+        header: CloudEventHeader {
+            event_type: event_type.into(),
+            source: SOURCE.into(),
+            subject: subject(token),
+            id: id.into(),
+            time,
+            data_content_type: "application/json".into(),
+            data_version: "default/v1.0".into(),
+            producer: format!("did:erc721:137:0x9c94C395cBcBDe662235E0A9d3bB87Ad708561BA:{token}"),
+            ..Default::default()
+        },
+        data: Some(data.into()),
+        data_base64: None,
+    }
+}
+
+/// The big payload of event `big` (externalized above the 300-byte test threshold).
+pub fn big_payload() -> String {
+    format!(r#"{{"blob":"{}"}}"#, "z".repeat(400))
+}
+
+/// Binary payload of event `bin`.
+pub fn binary_payload() -> Vec<u8> {
+    (0..=255u8).collect()
+}
+
+/// Seeds the shared dataset (times relative to [`t0`]); ids name what each event tests:
+/// - vehicle 1: `a1` 0 s, `a2` 10 s (redelivered 400 ms later in a second bundle: one event),
+///   `a3` 20 s as `dimo.status` (tags x,y) AND `dimo.fingerprint` (same id), `v1` 40 s voided
+///   by a tombstone at 5 s from another source, `bin` 50 s base64, `big` 60 s in a sealed blob,
+///   `t1`/`t2` both 70 s (order ties on id), `old` 500 days before t0;
+/// - vehicle 2: `b1` 15 s from another source.
+pub fn seed(lake: &Lake, store: &BlobStore) {
+    let rt = runtime();
+    let writer = sim::Writer::new(lake, Some(store)).with_threshold(300);
+    let mut a3 = event(1, "a3", "dimo.status", at(20), r#"{"n":3}"#);
+    a3.header.tags = vec!["x".into(), "y".into()];
+    let a3f = event(1, "a3", "dimo.fingerprint", at(20), r#"{"vin":"X"}"#);
+    let v1 = event(1, "v1", "dimo.status", at(40), r#"{"n":"voided"}"#);
+    let tomb = sim::tombstone(&v1, ATTESTER, "tomb-1", at(5), "test");
+    let mut bin = event(1, "bin", "dimo.raw.image", at(50), "");
+    bin.data = None;
+    bin.data_base64 = Some(base64::engine::general_purpose::STANDARD.encode(binary_payload()));
+    bin.header.data_content_type = "image/png".into();
+    let mut b1 = event(2, "b1", "dimo.status", at(15), r#"{"n":"b"}"#);
+    b1.header.source = OTHER_SOURCE.into();
+    let first = vec![
+        event(1, "a1", "dimo.status", at(0), r#"{"n":1}"#),
+        event(1, "a2", "dimo.status", at(10), r#"{"n":2}"#),
+        a3,
+        a3f,
+        v1,
+        tomb,
+        bin,
+        event(1, "big", "dimo.status", at(60), &big_payload()),
+        event(1, "t1", "dimo.status", at(70), r#"{"n":"t1"}"#),
+        event(1, "t2", "dimo.status", at(70), r#"{"n":"t2"}"#),
+        event(
+            1,
+            "old",
+            "dimo.status",
+            t0() - Duration::days(500),
+            r#"{"n":"old"}"#,
+        ),
+        b1,
+    ];
+    rt.block_on(writer.write_bundle(&first)).unwrap();
+    // Redelivery of a2 within the same second (a different row, the same dedup key).
+    let mut again = event(1, "a2", "dimo.status", at(10), r#"{"n":2}"#);
+    again.header.time += Duration::milliseconds(400);
+    rt.block_on(writer.write_bundle(&[again])).unwrap();
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A seeded lake on `backend` with its sealed local blob store.
+pub struct Seeded {
+    pub test_lake: TestLake,
+    pub db: Arc<Db>,
+    pub store: Arc<BlobStore>,
+}
+
+pub fn seeded(backend: Backend) -> Seeded {
+    let test_lake = TestLake::new(backend);
+    let lake = test_lake.open().unwrap();
+    lake::raw::ensure(&lake).unwrap();
+    let mut cfg = BlobConfig::local(test_lake.path("blobs"));
+    cfg.encryption_key = Some(BLOB_KEY.into());
+    let store = Arc::new(runtime().block_on(BlobStore::open(&cfg)).unwrap());
+    seed(&lake, &store);
+    Seeded {
+        test_lake,
+        db: Arc::new(Db::new(lake)),
+        store,
+    }
+}
+
+/// The binary-wide fixture: a seeded file-catalog lake, the signer, and a runtime that keeps
+/// the servers alive across tests.
+pub struct Fixture {
+    pub seeded: Seeded,
+    pub signer: DevSigner,
+    pub rt: tokio::runtime::Runtime,
+    /// Tokens only (no local trust), IAM allow-list [`ALLOWED_ROLE`].
+    pub strict: SocketAddr,
+    /// Local trust: callers without a token are served as a service.
+    pub trusted: SocketAddr,
+}
+
+pub fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let seeded = seeded(Backend::File);
+        let signer = DevSigner::generate(ISSUER).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut f = Fixture {
+            seeded,
+            signer,
+            rt,
+            strict: SocketAddr::from(([127, 0, 0, 1], 0)),
+            trusted: SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
+        f.strict = f.serve(f.api(false));
+        f.trusted = f.serve(f.api(true));
+        f
+    })
+}
+
+impl Fixture {
+    /// A service over the shared lake; `trust` serves token-less callers.
+    pub fn api(&self, trust: bool) -> FetchApi {
+        let auth = GrpcAuthenticator::new(Some(self.signer.validator().unwrap()), false)
+            .with_allow_list(ServiceAllowList::from_arns([ALLOWED_ROLE]).unwrap())
+            .trust_unauthenticated(trust);
+        FetchApi::new(
+            Arc::clone(&self.seeded.db),
+            Payloads::new(Some(Arc::clone(&self.seeded.store))),
+            auth,
+        )
+    }
+
+    /// Serves `api` on a fresh local port for the rest of the test binary.
+    pub fn serve(&self, api: FetchApi) -> SocketAddr {
+        self.rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let router = fetch::server::router(api);
+            tokio::spawn(fetch::server::serve(
+                router,
+                listener,
+                std::future::pending(),
+            ));
+            addr
+        })
+    }
+
+    /// A tonic client over HTTP/2.
+    pub fn client(&self, addr: SocketAddr) -> FetchServiceClient<Channel> {
+        self.rt.block_on(async {
+            FetchServiceClient::connect(format!("http://{addr}"))
+                .await
+                .unwrap()
+                .max_decoding_message_size(fetch::server::MAX_MESSAGE_BYTES)
+        })
+    }
+
+    /// `Bearer <token>` for vehicle `token` with `permissions`.
+    pub fn bearer(&self, token: u32, permissions: &[Permission]) -> String {
+        let claims = DevClaims::vehicle(subject(token), permissions);
+        format!("Bearer {}", self.signer.mint(&claims).unwrap())
+    }
+
+    /// A raw-data token for vehicle 1.
+    pub fn owner(&self) -> String {
+        self.bearer(1, &[Permission::GetRawData])
+    }
+
+    /// An expired raw-data token for vehicle 1.
+    pub fn expired(&self) -> String {
+        let mut claims = DevClaims::vehicle(subject(1), &[Permission::GetRawData]);
+        claims.expires_at = now_secs() - 10;
+        format!("Bearer {}", self.signer.mint(&claims).unwrap())
+    }
+}
+
+/// A tonic request carrying `authorization` when given.
+pub fn request<T>(message: T, authorization: Option<&str>) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(message);
+    if let Some(a) = authorization {
+        r.metadata_mut().insert("authorization", a.parse().unwrap());
+    }
+    r
+}
+
+/// Ids of events, in order.
+pub fn ids(events: &[proto::cloudevent::CloudEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e.header.as_ref().unwrap().id.clone())
+        .collect()
+}
+
+/// Plain options scoped to vehicle `token`.
+pub fn options(token: u32) -> proto::grpc::SearchOptions {
+    proto::grpc::SearchOptions {
+        subject: Some(subject(token)),
+        ..Default::default()
+    }
+}
+
+pub fn ts(t: DateTime<Utc>) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: t.timestamp(),
+        nanos: t.timestamp_subsec_nanos() as i32,
+    }
+}

@@ -1,0 +1,322 @@
+//! The cloud-event queries of the dq dialect (dq-query.md §4.7): `cloudEvents`,
+//! `latestCloudEvent`, `availableCloudEventTypes` over din's `raw_events`, through the shared
+//! search of the `fetch` crate (voiding, dedup, the 400-day floor and payload resolution live
+//! there) and the §5.3 rule of the `auth` crate (raw-data permission, own subject or a device
+//! paired to it via identity-api).
+
+use crate::resolvers::Caller;
+use crate::scalars::{parse_time_us, time_value};
+use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
+use async_graphql::{Error, Name, Number, Result, Value};
+use auth::{DeviceLinks, IdentityError, LinkFuture};
+use chrono::{DateTime, Utc};
+use fetch::{Db, Filter, Index, Payloads, StringFilter};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default and maximum `cloudEvents(limit:)`.
+const DEFAULT_LIMIT: i64 = 10;
+const MAX_LIMIT: i64 = 1000;
+/// identity-api request timeout (§5.3).
+const IDENTITY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Lifetime of a presigned `dataUrl` (§4.5).
+const PRESIGN_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// What the cloud-event resolvers need, as request data.
+pub struct CloudEvents {
+    /// Reads `raw_events` (shares the engine's DuckDB instance).
+    pub db: Arc<Db>,
+    /// Payload resolution (blob store, budget).
+    pub payloads: Payloads,
+    /// The blob store, for presigned `dataUrl`s (`None`: no `BLOB_BUCKET`).
+    pub store: Option<Arc<blob::BlobStore>>,
+    /// The device → vehicle lookup; `None` denies every cross-subject read.
+    pub links: Option<Arc<dyn DeviceLinks>>,
+}
+
+/// identity-api over HTTP (§5.3): first non-empty `vehicle.tokenDID`, aftermarket first.
+pub struct IdentityApi {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl IdentityApi {
+    /// A client for `url` (`IDENTITY_API_URL`).
+    pub fn new(url: impl Into<String>) -> IdentityApi {
+        IdentityApi {
+            http: reqwest::Client::new(),
+            url: url.into(),
+        }
+    }
+
+    async fn lookup(&self, did: &str) -> std::result::Result<Option<String>, IdentityError> {
+        let body = serde_json::json!({
+            "query": "query($did:String!){ aftermarketDevice(by:{tokenDID:$did}){vehicle{tokenDID}} syntheticDevice(by:{tokenDID:$did}){vehicle{tokenDID}} }",
+            "variables": {"did": did},
+        });
+        let resp = self
+            .http
+            .post(&self.url)
+            .timeout(IDENTITY_TIMEOUT)
+            .json(&body)
+            .send()
+            .await
+            .map_err(IdentityError::new)?;
+        if !resp.status().is_success() {
+            return Err(IdentityError(format!(
+                "identity-api: HTTP {}",
+                resp.status()
+            )));
+        }
+        let json: serde_json::Value = resp.json().await.map_err(IdentityError::new)?;
+        // Partial GraphQL errors are normal (one of the two device kinds is always unknown).
+        let found = ["aftermarketDevice", "syntheticDevice"]
+            .iter()
+            .find_map(|k| {
+                json["data"][k]["vehicle"]["tokenDID"]
+                    .as_str()
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+            });
+        match found {
+            Some(v) => Ok(Some(v)),
+            None => Err(IdentityError("identity-api: device not found".into())),
+        }
+    }
+}
+
+impl DeviceLinks for IdentityApi {
+    fn paired_vehicle<'a>(&'a self, device_did: &'a str) -> LinkFuture<'a> {
+        Box::pin(self.lookup(device_did))
+    }
+}
+
+fn backend<'a>(ctx: &ResolverContext<'a>) -> Result<&'a CloudEvents> {
+    ctx.ctx
+        .data_opt::<Arc<CloudEvents>>()
+        .map(|b| b.as_ref())
+        .ok_or_else(|| Error::new("cloud events are not configured"))
+}
+
+fn time_opt(v: &ObjectAccessor<'_>, key: &str) -> Result<Option<DateTime<Utc>>> {
+    match v.get(key).filter(|x| !x.is_null()) {
+        None => Ok(None),
+        Some(t) => {
+            let s = t.string()?;
+            let us = parse_time_us(s).ok_or_else(|| Error::new(format!("invalid Time {s:?}")))?;
+            Ok(DateTime::<Utc>::from_timestamp_micros(us))
+        }
+    }
+}
+
+/// Authorizes the subject (§5.3) and maps `CloudEventFilter` onto the shared filter.
+async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
+    let subject = ctx.args.try_get("subject")?.string()?;
+    let caller = ctx.ctx.data_opt::<Caller>().and_then(|c| c.0.as_ref());
+    let links = backend(ctx)?.links.as_deref();
+    let authorized = auth::authorize_cloud_events(caller, subject, links)
+        .await
+        .map_err(|e| crate::errors::from_auth(&e))?;
+    let mut filter = Filter {
+        subject: StringFilter::eq(authorized.search),
+        ..Filter::default()
+    };
+    if let Some(f) = ctx.args.get("filter").filter(|f| !f.is_null()) {
+        let f = f.object()?;
+        let one = |k: &str| -> Result<Option<String>> {
+            f.get(k)
+                .filter(|x| !x.is_null())
+                .map(|x| x.string().map(str::to_string))
+                .transpose()
+        };
+        let mut types: Vec<String> = one("type")?.into_iter().collect();
+        if let Some(list) = f.get("types").filter(|x| !x.is_null()) {
+            for t in list.list()?.iter() {
+                types.push(t.string()?.to_string());
+            }
+        }
+        if !types.is_empty() {
+            filter.event_type = StringFilter::any_of(types);
+        }
+        for (key, slot) in [
+            ("id", &mut filter.id),
+            ("dataversion", &mut filter.data_version),
+            ("source", &mut filter.source),
+            ("producer", &mut filter.producer),
+        ] {
+            if let Some(v) = one(key)? {
+                *slot = StringFilter::eq(v);
+            }
+        }
+        filter.before = time_opt(&f, "before")?;
+        filter.after = time_opt(&f, "after")?;
+    }
+    Ok(filter)
+}
+
+fn fetch_error(e: fetch::FetchError) -> Error {
+    // Event-service errors reach the client un-wrapped (§4.7).
+    Error::new(e.to_string())
+}
+
+fn s(v: &str) -> Value {
+    Value::String(v.to_string())
+}
+
+fn header_value(h: &dq_cloudevent::CloudEventHeader) -> Value {
+    let fields = [
+        ("specversion", s(&h.spec_version)),
+        ("type", s(&h.event_type)),
+        ("source", s(&h.source)),
+        ("subject", s(&h.subject)),
+        ("id", s(&h.id)),
+        ("time", time_value(h.time.timestamp_micros())),
+        ("datacontenttype", s(&h.data_content_type)),
+        ("dataschema", s(&h.data_schema)),
+        ("dataversion", s(&h.data_version)),
+        ("producer", s(&h.producer)),
+        ("signature", s(&h.signature)),
+        ("raweventid", s(&h.raw_event_id)),
+        ("tags", Value::List(h.tags.iter().map(|t| s(t)).collect())),
+    ];
+    Value::Object(fields.into_iter().map(|(k, v)| (Name::new(k), v)).collect())
+}
+
+/// `data` is raw JSON (invalid/empty → null); `dataBase64`/`dataUrl` null when empty.
+fn event_value(
+    header: &dq_cloudevent::CloudEventHeader,
+    data: &[u8],
+    data_base64: &str,
+    data_url: Option<&str>,
+) -> Value {
+    let data = serde_json::from_slice::<serde_json::Value>(data)
+        .ok()
+        .and_then(|v| Value::from_json(v).ok())
+        .unwrap_or(Value::Null);
+    let opt = |v: &str| if v.is_empty() { Value::Null } else { s(v) };
+    Value::Object(
+        [
+            ("header", header_value(header)),
+            ("data", data),
+            ("dataBase64", opt(data_base64)),
+            ("dataUrl", data_url.map_or(Value::Null, opt)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (Name::new(k), v))
+        .collect(),
+    )
+}
+
+/// Payloads only when `data` or `dataBase64` is selected (§4.7 laziness).
+fn wants_payload(ctx: &ResolverContext<'_>) -> bool {
+    ctx.ctx
+        .field()
+        .selection_set()
+        .any(|f| matches!(f.name(), "data" | "dataBase64"))
+}
+
+/// Events as GraphQL values, in input order: an externalized, unsealed payload becomes a
+/// presigned `dataUrl`; otherwise the payload is resolved (batched) only when selected.
+async fn to_values(ctx: &ResolverContext<'_>, indexes: Vec<Index>) -> Result<Vec<Value>> {
+    let b = backend(ctx)?;
+    let mut urls: Vec<Option<String>> = Vec::with_capacity(indexes.len());
+    for index in &indexes {
+        let url = match (b.payloads.presign_key(index), &b.store) {
+            (Some(key), Some(store)) => store
+                .presign_get(key, PRESIGN_TTL)
+                .await
+                .map_err(|e| Error::new(e.to_string()))?,
+            _ => None,
+        };
+        urls.push(url);
+    }
+    let inline: Vec<Index> = indexes
+        .iter()
+        .zip(&urls)
+        .filter(|(_, url)| url.is_none())
+        .map(|(i, _)| i.clone())
+        .collect();
+    let mut resolved = if wants_payload(ctx) && !inline.is_empty() {
+        b.payloads
+            .resolve(&b.db, &inline)
+            .await
+            .map_err(fetch_error)?
+            .into_iter()
+    } else {
+        Vec::new().into_iter()
+    };
+    let with_payload = wants_payload(ctx);
+    Ok(indexes
+        .iter()
+        .zip(&urls)
+        .map(|(index, url)| match url {
+            Some(u) => event_value(&index.header, &[], "", Some(u)),
+            None if with_payload => match resolved.next() {
+                Some(e) => event_value(&e.header, &e.data, &e.data_base64, None),
+                None => event_value(&index.header, &[], "", None),
+            },
+            None => event_value(&index.header, &[], "", None),
+        })
+        .collect())
+}
+
+/// `cloudEvents(subject, limit = 10, filter)`: newest first, `[]` when none.
+pub async fn cloud_events(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let filter = authorized_filter(ctx).await?;
+    let limit = match ctx.args.get("limit").filter(|l| !l.is_null()) {
+        Some(l) => l.i64()?,
+        None => DEFAULT_LIMIT,
+    };
+    let limit = if limit <= 0 {
+        DEFAULT_LIMIT
+    } else {
+        limit.min(MAX_LIMIT)
+    };
+    let limit = usize::try_from(limit).unwrap_or(10);
+    let indexes = backend(ctx)?
+        .db
+        .read(move |r| r.search(&filter, limit))
+        .await
+        .map_err(fetch_error)?;
+    let values = to_values(ctx, indexes).await?;
+    Ok(Some(FieldValue::value(Value::List(values))))
+}
+
+/// `latestCloudEvent`: non-null; no match is an error (and `data: null` for the response).
+pub async fn latest_cloud_event(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let filter = authorized_filter(ctx).await?;
+    let index = backend(ctx)?
+        .db
+        .read(move |r| r.latest(&filter))
+        .await
+        .map_err(fetch_error)?;
+    let mut values = to_values(ctx, vec![index]).await?;
+    Ok(values.pop().map(FieldValue::value))
+}
+
+/// `availableCloudEventTypes`: per type, sorted by type, no time floor.
+pub async fn available_types(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let filter = authorized_filter(ctx).await?;
+    let summaries = backend(ctx)?
+        .db
+        .read(move |r| r.type_summaries(&filter))
+        .await
+        .map_err(fetch_error)?;
+    let values = summaries
+        .into_iter()
+        .map(|t| {
+            Value::Object(
+                [
+                    ("type", Value::String(t.event_type)),
+                    ("count", Value::Number(Number::from(t.count))),
+                    ("firstSeen", time_value(t.first_seen.timestamp_micros())),
+                    ("lastSeen", time_value(t.last_seen.timestamp_micros())),
+                ]
+                .into_iter()
+                .map(|(k, v)| (Name::new(k), v))
+                .collect(),
+            )
+        })
+        .collect();
+    Ok(Some(FieldValue::value(Value::List(values))))
+}

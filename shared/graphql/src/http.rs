@@ -1,0 +1,527 @@
+//! The HTTP surface (dq-query.md §6): `/query` (POST and GET), the playground at `/` (any other
+//! path), `/ready`; the auth chain of §6.2 (global limiter → timeout → JWT → per-subject
+//! limiter), the 4 MiB body cap and the error shapes of §5.1/§6.3.
+
+use crate::cloud_events::CloudEvents;
+use crate::errors;
+use crate::resolvers::{Caller, Deadline, Executed};
+use async_graphql::dynamic::Schema;
+use async_graphql::http::{playground_source, GraphQLPlaygroundConfig};
+use auth::{Principal, TokenValidator};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use query::Engine;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+/// Request body cap.
+pub const BODY_LIMIT: usize = 4 << 20;
+/// How long a request waits for a global slot before 429.
+const GLOBAL_WAIT: Duration = Duration::from_millis(100);
+/// `/ready` probe timeout, result cache and failure grace (§6.4).
+const READY_TIMEOUT: Duration = Duration::from_secs(2);
+const READY_CACHE: Duration = Duration::from_secs(3);
+const READY_GRACE: Duration = Duration::from_secs(60);
+
+/// Limits read once from the environment (§6.2, §6.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `MAX_REQUEST_DURATION` (default 5 m).
+    pub max_request_duration: Duration,
+    /// `MAX_CONCURRENT_REQUESTS` (0 = off).
+    pub max_concurrent: usize,
+    /// `MAX_CONCURRENT_REQUESTS_PER_SUBJECT` (0 = off).
+    pub max_concurrent_per_subject: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_duration: Duration::from_secs(300),
+            max_concurrent: 0,
+            max_concurrent_per_subject: 0,
+        }
+    }
+}
+
+impl Limits {
+    /// Reads the limits from `lookup` (the environment in production).
+    ///
+    /// # Errors
+    /// An unparsable or non-positive duration, or a non-numeric limit.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Limits, String> {
+        let mut limits = Limits::default();
+        if let Some(d) = lookup("MAX_REQUEST_DURATION").filter(|s| !s.trim().is_empty()) {
+            let us = query::interval::parse_go_duration_us(d.trim())
+                .map_err(|e| format!("MAX_REQUEST_DURATION: {e}"))?;
+            let us = u64::try_from(us)
+                .ok()
+                .filter(|us| *us > 0)
+                .ok_or("MAX_REQUEST_DURATION must be positive")?;
+            limits.max_request_duration = Duration::from_micros(us);
+        }
+        let count = |key: &str| -> Result<usize, String> {
+            match lookup(key).filter(|s| !s.trim().is_empty()) {
+                None => Ok(0),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{key} must be a non-negative integer")),
+            }
+        };
+        limits.max_concurrent = count("MAX_CONCURRENT_REQUESTS")?;
+        limits.max_concurrent_per_subject = count("MAX_CONCURRENT_REQUESTS_PER_SUBJECT")?;
+        Ok(limits)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Readiness {
+    checked_at: Option<Instant>,
+    ok: bool,
+    last_success: Option<Instant>,
+}
+
+/// The global and per-subject concurrency limits (§6.2).
+#[derive(Debug)]
+pub struct Limiter {
+    global: Option<Arc<Semaphore>>,
+    per_subject: usize,
+    in_flight: Mutex<HashMap<String, usize>>,
+}
+
+/// A held per-subject slot, released on drop (also when the handler unwinds).
+#[derive(Debug)]
+pub struct SubjectSlot<'a> {
+    limiter: &'a Limiter,
+    key: String,
+}
+
+impl Drop for SubjectSlot<'_> {
+    fn drop(&mut self) {
+        let mut map = self
+            .limiter
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = map.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Limiter {
+    /// Limits of `limits` (0 = off).
+    pub fn new(limits: &Limits) -> Limiter {
+        Limiter {
+            global: (limits.max_concurrent > 0)
+                .then(|| Arc::new(Semaphore::new(limits.max_concurrent))),
+            per_subject: limits.max_concurrent_per_subject,
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A global slot, waiting up to 100 ms; `None` means 429, `Some(None)` unlimited.
+    pub async fn acquire_global(&self) -> Option<Option<OwnedSemaphorePermit>> {
+        match &self.global {
+            None => Some(None),
+            Some(sem) => tokio::time::timeout(GLOBAL_WAIT, Arc::clone(sem).acquire_owned())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .map(Some),
+        }
+    }
+
+    /// A slot for the token subject `key` (no wait); `None` means 429. Unauthenticated
+    /// requests (`key` None) are not limited.
+    pub fn acquire_subject(&self, key: Option<&str>) -> Option<Option<SubjectSlot<'_>>> {
+        let Some(key) = key.filter(|_| self.per_subject > 0) else {
+            return Some(None);
+        };
+        let mut map = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let n = map.entry(key.to_string()).or_insert(0);
+        if *n >= self.per_subject {
+            return None;
+        }
+        *n += 1;
+        Some(Some(SubjectSlot {
+            limiter: self,
+            key: key.to_string(),
+        }))
+    }
+}
+
+/// Everything a request needs; built once per process (cold start).
+pub struct AppState {
+    schema: Schema,
+    engine: Arc<Engine>,
+    validator: Option<TokenValidator>,
+    limits: Limits,
+    limiter: Limiter,
+    cloud_events: Option<Arc<CloudEvents>>,
+    readiness: tokio::sync::Mutex<Readiness>,
+}
+
+impl AppState {
+    /// Assembles the state; `validator` is `None` when no issuer is configured.
+    pub fn new(
+        schema: Schema,
+        engine: Arc<Engine>,
+        validator: Option<TokenValidator>,
+        limits: Limits,
+    ) -> AppState {
+        AppState {
+            schema,
+            engine,
+            validator,
+            limiter: Limiter::new(&limits),
+            limits,
+            cloud_events: None,
+            readiness: tokio::sync::Mutex::new(Readiness::default()),
+        }
+    }
+}
+
+impl AppState {
+    /// Replaces the token validator (the local demo's development signer).
+    pub fn with_validator(mut self, validator: TokenValidator) -> AppState {
+        self.validator = Some(validator);
+        self
+    }
+
+    /// Serves the cloud-event queries from `backend`.
+    pub fn with_cloud_events(mut self, backend: CloudEvents) -> AppState {
+        self.cloud_events = Some(Arc::new(backend));
+        self
+    }
+}
+
+/// Builds the process state from the environment: the lake (opened once), the JWT validator
+/// (`TOKEN_EXCHANGE_*`) and the limits.
+///
+/// # Errors
+/// Any invalid setting, or the lake failing to open.
+pub async fn state_from_env() -> Result<AppState, String> {
+    let settings = auth::AuthSettings::from_env().map_err(|e| e.to_string())?;
+    let limits = Limits::from_lookup(|k| std::env::var(k).ok())?;
+    let blob_cfg = blob::BlobConfig::from_env();
+    let store = if blob_cfg.bucket.is_empty() {
+        None
+    } else {
+        let store = blob::BlobStore::open(&blob_cfg)
+            .await
+            .map_err(|e| format!("open blob store: {e}"))?;
+        Some(Arc::new(store))
+    };
+    let cfg = lake::LakeConfig::from_env().map_err(|e| e.to_string())?;
+    let lake = tokio::task::spawn_blocking(move || lake::Lake::open(cfg))
+        .await
+        .map_err(|e| format!("open lake: {e}"))?
+        .map_err(|e| format!("open lake: {e}"))?;
+    let schema = crate::schema::build().map_err(|e| format!("build schema: {e}"))?;
+    let (engine, db) = share_lake(lake).map_err(|e| format!("open lake: {e}"))?;
+    let links = settings.identity_api_url.clone().map(|url| {
+        Arc::new(crate::cloud_events::IdentityApi::new(url)) as Arc<dyn auth::DeviceLinks>
+    });
+    Ok(AppState::new(
+        schema,
+        Arc::new(engine),
+        crate::jwks::validator(&settings),
+        limits,
+    )
+    .with_cloud_events(CloudEvents {
+        db,
+        payloads: fetch::Payloads::new(store.clone()),
+        store,
+        links,
+    }))
+}
+
+/// One DuckDB instance for both readers: the cloud-event reader owns the lake, the signal
+/// engine reads through a connection of it.
+///
+/// # Errors
+/// The lake refuses a connection.
+pub fn share_lake(lake: lake::Lake) -> Result<(Engine, Arc<fetch::Db>), lake::Error> {
+    let base = lake.connect()?;
+    let redactor = lake.redactor().clone();
+    let db = Arc::new(fetch::Db::new(lake));
+    let owner: Arc<dyn std::any::Any + Send + Sync> = db.clone();
+    Ok((Engine::shared(base, redactor, owner), db))
+}
+
+/// The router: `/query`, `/ready`, playground everywhere else.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/query", get(graphql).post(graphql).options(options))
+        .route("/ready", get(ready))
+        .fallback(playground)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state)
+}
+
+/// gqlgen's OPTIONS transport: 200 with the allowed methods.
+async fn options() -> Response {
+    (StatusCode::OK, [(header::ALLOW, "OPTIONS, GET, POST")]).into_response()
+}
+
+async fn playground() -> Html<String> {
+    Html(playground_source(
+        GraphQLPlaygroundConfig::new("/query").title("GraphQL playground"),
+    ))
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+fn json_message(status: u16, message: String) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        axum::Json(serde_json::json!({ "message": message })),
+    )
+        .into_response()
+}
+
+fn parse_request(
+    method: &Method,
+    uri: &Uri,
+    body: &Bytes,
+) -> Result<async_graphql::Request, String> {
+    if method == Method::GET {
+        async_graphql::http::parse_query_string(uri.query().unwrap_or(""))
+            .map_err(|e| e.to_string())
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| format!("json request body could not be decoded: {e}"))
+    }
+}
+
+fn source_ip(headers: &HeaderMap) -> &str {
+    headers
+        .get("x-forwarded-for")
+        .or_else(|| headers.get("x-real-ip"))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// `/query`: the §6.2 chain around one execution; a panic becomes a plain 500.
+async fn graphql(
+    State(state): State<Arc<AppState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use futures::FutureExt as _;
+    let path = uri.path().to_string();
+    match std::panic::AssertUnwindSafe(handle_query(state, method, uri, headers, body))
+        .catch_unwind()
+        .await
+    {
+        Ok(resp) => resp,
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(path, panic = msg, "recovered from panic in HTTP handler");
+            text(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+        }
+    }
+}
+
+async fn handle_query(
+    state: Arc<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(_global) = state.limiter.acquire_global().await else {
+        let mut resp = text(
+            StatusCode::TOO_MANY_REQUESTS,
+            "server is at its concurrent-request limit; retry shortly",
+        );
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return resp;
+    };
+    let deadline = Instant::now() + state.limits.max_request_duration;
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let principal = match &state.validator {
+        Some(v) => match v.authenticate_http(authorization).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(path = %uri.path(), error = %e, "jwt rejected");
+                return json_message(e.code().http_status(), e.message(auth::Surface::Http));
+            }
+        },
+        None => None,
+    };
+    let Some(_slot) = state
+        .limiter
+        .acquire_subject(principal.as_ref().and_then(Principal::limiter_key))
+    else {
+        return text(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many concurrent requests",
+        );
+    };
+    tracing::info!(
+        method = %method,
+        path = %uri.path(),
+        sourceIp = source_ip(&headers),
+        jwtSubject = principal.as_ref().and_then(Principal::limiter_key).unwrap_or(""),
+        subject = principal.as_ref().and_then(Principal::asset).unwrap_or(""),
+        "graphql request"
+    );
+    let request = match parse_request(&method, &uri, &body) {
+        Ok(r) => r,
+        Err(e) => {
+            let body = serde_json::json!({ "errors": [{ "message": e }] });
+            return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+        }
+    };
+    let executed = Arc::new(Executed::default());
+    let mut request = request
+        .data(Caller(principal))
+        .data(Deadline(deadline))
+        .data(Arc::clone(&executed))
+        .data(Arc::clone(&state.engine));
+    if let Some(ce) = &state.cloud_events {
+        request = request.data(Arc::clone(ce));
+    }
+    let response = match tokio::time::timeout_at(deadline, state.schema.execute(request)).await {
+        Ok(r) => r,
+        Err(_) => async_graphql::Response::from_errors(vec![
+            errors::timeout().into_server_error(async_graphql::Pos::default())
+        ]),
+    };
+    // Parse/validation failures (nothing executed) are HTTP 422 as in gqlgen.
+    let rejected = !response.errors.is_empty()
+        && !executed.0.load(std::sync::atomic::Ordering::Relaxed)
+        && response.data == async_graphql::Value::Null;
+    let status = if rejected {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    (status, axum::Json(response)).into_response()
+}
+
+async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    let mut r = state.readiness.lock().await;
+    let now = Instant::now();
+    if r.checked_at
+        .is_none_or(|t| now.duration_since(t) >= READY_CACHE)
+    {
+        let engine = Arc::clone(&state.engine);
+        let probe = tokio::task::spawn_blocking(move || engine.probe());
+        let ok = matches!(
+            tokio::time::timeout(READY_TIMEOUT, probe).await,
+            Ok(Ok(Ok(())))
+        );
+        r.checked_at = Some(now);
+        r.ok = ok;
+        if ok {
+            r.last_success = Some(now);
+        } else {
+            tracing::warn!("readiness probe failed");
+        }
+    }
+    // After any success, failures are masked for a grace window.
+    let in_grace = r
+        .last_success
+        .is_some_and(|t| now.duration_since(t) < READY_GRACE);
+    if r.ok || in_grace {
+        text(StatusCode::OK, "ok")
+    } else {
+        text(StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn limiter_slots() {
+        let limiter = Limiter::new(&Limits {
+            max_concurrent: 1,
+            max_concurrent_per_subject: 1,
+            ..Limits::default()
+        });
+        let held = limiter.acquire_global().await.unwrap();
+        assert!(held.is_some());
+        assert!(
+            limiter.acquire_global().await.is_none(),
+            "second waits 100 ms, then 429"
+        );
+        drop(held);
+        assert!(limiter.acquire_global().await.is_some());
+
+        let slot = limiter.acquire_subject(Some("0xdev")).unwrap();
+        assert!(slot.is_some());
+        assert!(limiter.acquire_subject(Some("0xdev")).is_none());
+        assert!(limiter.acquire_subject(Some("0xother")).is_some());
+        assert!(
+            limiter.acquire_subject(None).is_some(),
+            "anonymous is not limited"
+        );
+        drop(slot);
+        assert!(limiter.acquire_subject(Some("0xdev")).is_some());
+    }
+
+    #[test]
+    fn limits_from_env() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(Limits::from_lookup(env(&[])), Ok(Limits::default()));
+        let l = Limits::from_lookup(env(&[
+            ("MAX_REQUEST_DURATION", "30s"),
+            ("MAX_CONCURRENT_REQUESTS", "16"),
+            ("MAX_CONCURRENT_REQUESTS_PER_SUBJECT", "8"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (
+                l.max_request_duration,
+                l.max_concurrent,
+                l.max_concurrent_per_subject
+            ),
+            (Duration::from_secs(30), 16, 8)
+        );
+        assert!(Limits::from_lookup(env(&[("MAX_REQUEST_DURATION", "0s")])).is_err());
+        assert!(Limits::from_lookup(env(&[("MAX_REQUEST_DURATION", "soon")])).is_err());
+    }
+}

@@ -1,0 +1,725 @@
+//! Root and signal-field resolvers of the dq dialect (dq-query.md §1.9): each root resolver
+//! authorizes, builds a dialect-neutral request, runs the shared `query` operation off the
+//! async runtime, and maps the result with dq's null/empty policy (§10).
+
+use crate::errors;
+use crate::scalars::{parse_time_us, time_value};
+use crate::schema::COORDINATES;
+use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
+use async_graphql::{Context, Error, Number, Result, Value};
+use auth::authz::APPROXIMATE_LOCATION_SIGNAL;
+use auth::{Principal, Privilege};
+use dq_signals::ValueKind;
+use query::aggregate::{
+    approximate, AggregateRequest, Bucket, FloatAgg, FloatRequest, Location, LocationAgg,
+    LocationRequest, StringAgg, StringRequest,
+};
+use query::events::{EventFilter, EventsRequest};
+use query::filter::{ArrayFilter, FloatFilter, LocationFilter, Point, StringFilter};
+use query::latest::{last_seen, LatestRow};
+use query::Engine;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// `events` requires both history privileges (§1.2).
+pub const EVENT_PRIVILEGES: [Privilege; 2] = [
+    Privilege::VehicleNonLocationData,
+    Privilege::VehicleAllTimeLocation,
+];
+
+/// The authenticated caller of a request (`None` = no credentials), as request data.
+#[derive(Debug, Clone, Default)]
+pub struct Caller(pub Option<Principal>);
+
+/// The request's deadline (MAX_REQUEST_DURATION), as request data.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(pub tokio::time::Instant);
+
+/// Where an alias's answer lives in a [`Bucket`].
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Float(usize),
+    String(usize),
+    Location(usize),
+    Approximate(usize),
+}
+
+/// One `SignalAggregations` object: a bucket plus the alias map shared by all buckets.
+pub struct AggRow {
+    /// The bucket's answers.
+    pub bucket: Bucket,
+    aliases: Arc<HashMap<String, Slot>>,
+}
+
+/// The `SignalCollection` parent: the subject's latest rows by name.
+pub struct LatestData {
+    rows: HashMap<String, LatestRow>,
+    /// `lastSeen` (None = no data).
+    pub last_seen_us: Option<i64>,
+}
+
+fn caller<'a>(ctx: &Context<'a>) -> Option<&'a Principal> {
+    ctx.data_opt::<Caller>().and_then(|c| c.0.as_ref())
+}
+
+/// Runs a blocking engine call on the blocking pool, bounded by the request deadline.
+async fn run<T: Send + 'static>(
+    ctx: &Context<'_>,
+    f: impl FnOnce(&Engine) -> query::Result<T> + Send + 'static,
+) -> Result<T> {
+    let engine = Arc::clone(ctx.data::<Arc<Engine>>()?);
+    let task = tokio::task::spawn_blocking(move || f(&engine));
+    let joined = match ctx.data_opt::<Deadline>() {
+        Some(d) => tokio::time::timeout_at(d.0, task)
+            .await
+            .map_err(|_| errors::timeout())?,
+        None => task.await,
+    };
+    joined
+        .map_err(|e| {
+            tracing::error!(error = %e, "query task failed");
+            errors::from_query(query::Error::Database {
+                context: "query task".into(),
+                message: e.to_string(),
+            })
+        })?
+        .map_err(errors::from_query)
+}
+
+/// A `Float` output. Integral values print without a fraction (`5`, not `5.0`), as Go's `%g`
+/// does below 1e21; NaN/Inf are a field error.
+fn number(v: f64) -> Result<Value> {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        // Exact: |v| < 2^53.
+        return Ok(Value::Number(Number::from(v as i64)));
+    }
+    Number::from_f64(v)
+        .map(Value::Number)
+        .ok_or_else(|| Error::new(format!("cannot represent {v} as a GraphQL Float")))
+}
+
+fn object(fields: Vec<(&str, Value)>) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (async_graphql::Name::new(k), v))
+            .collect(),
+    )
+}
+
+fn location_value(l: &Location) -> Result<Value> {
+    Ok(object(vec![
+        ("latitude", number(l.latitude)?),
+        ("longitude", number(l.longitude)?),
+        ("hdop", number(l.hdop)?),
+    ]))
+}
+
+/// Set once a resolver runs: the request passed parsing and validation (for the 422 rule).
+#[derive(Debug, Default)]
+pub struct Executed(pub std::sync::atomic::AtomicBool);
+
+/// Records that execution started.
+pub fn mark_executed(ctx: &ResolverContext<'_>) {
+    if let Some(e) = ctx.ctx.data_opt::<Arc<Executed>>() {
+        e.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A nullable field's failure: null plus an error carrying the field's path (async-graphql's
+/// dynamic executor would otherwise drop the key, or the whole object, and the path).
+pub fn nullable(
+    ctx: &ResolverContext<'_>,
+    result: Result<Option<FieldValue<'static>>>,
+) -> Result<Option<FieldValue<'static>>> {
+    mark_executed(ctx);
+    result.or_else(|e| {
+        let error = ctx
+            .ctx
+            .set_error_path(e.into_server_error(ctx.ctx.item.pos));
+        ctx.ctx.add_error(error);
+        Ok(None)
+    })
+}
+
+/// `@requiresVehicleToken` on the root field.
+fn require_vehicle(ctx: &Context<'_>, subject: &str) -> Result<()> {
+    auth::require_vehicle_token(caller(ctx), subject).map_err(|e| errors::from_auth(&e))
+}
+
+fn subject_of(args: &ObjectAccessor<'_>) -> Result<String> {
+    Ok(args.try_get("subject")?.string()?.to_string())
+}
+
+fn time_arg(args: &ObjectAccessor<'_>, name: &str) -> Result<i64> {
+    let s = args.try_get(name)?.string()?;
+    parse_time_us(s).ok_or_else(|| Error::new(format!("invalid Time {s:?}")))
+}
+
+/// `filter.source` (verbatim), if given.
+fn source_arg(args: &ObjectAccessor<'_>) -> Result<Option<String>> {
+    match args.get("filter") {
+        Some(f) if !f.is_null() => Ok(f
+            .object()?
+            .get("source")
+            .filter(|s| !s.is_null())
+            .map(|s| s.string().map(str::to_string))
+            .transpose()?),
+        _ => Ok(None),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Input conversion (GraphQL values → query filters)
+// ------------------------------------------------------------------------------------------
+
+fn field<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
+    match v {
+        Value::Object(m) => m.get(key).filter(|x| **x != Value::Null),
+        _ => None,
+    }
+}
+
+fn as_f64(v: &Value) -> Result<f64> {
+    match v {
+        Value::Number(n) => n.as_f64().ok_or_else(|| Error::new("invalid Float")),
+        _ => Err(Error::new("expected a Float")),
+    }
+}
+
+fn list(v: Option<&Value>) -> &[Value] {
+    match v {
+        Some(Value::List(items)) => items,
+        _ => &[],
+    }
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    list(v)
+        .iter()
+        .filter_map(|x| match x {
+            Value::String(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn opt_string(v: &Value, key: &str) -> Option<String> {
+    match field(v, key) {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn float_filter(v: &Value) -> Result<FloatFilter> {
+    let opt = |k: &str| field(v, k).map(as_f64).transpose();
+    Ok(FloatFilter {
+        eq: opt("eq")?,
+        neq: opt("neq")?,
+        gt: opt("gt")?,
+        lt: opt("lt")?,
+        gte: opt("gte")?,
+        lte: opt("lte")?,
+        not_in: list(field(v, "notIn"))
+            .iter()
+            .map(as_f64)
+            .collect::<Result<_>>()?,
+        in_: list(field(v, "in"))
+            .iter()
+            .map(as_f64)
+            .collect::<Result<_>>()?,
+        or: list(field(v, "or"))
+            .iter()
+            .map(float_filter)
+            .collect::<Result<_>>()?,
+    })
+}
+
+fn point(v: &Value) -> Result<Point> {
+    Ok(Point {
+        latitude: field(v, "latitude")
+            .map(as_f64)
+            .transpose()?
+            .unwrap_or(f64::NAN),
+        longitude: field(v, "longitude")
+            .map(as_f64)
+            .transpose()?
+            .unwrap_or(f64::NAN),
+    })
+}
+
+fn location_filter(v: &Value) -> Result<LocationFilter> {
+    let in_polygon = match field(v, "inPolygon") {
+        Some(p) => Some(list(Some(p)).iter().map(point).collect::<Result<_>>()?),
+        None => None,
+    };
+    let in_circle = match field(v, "inCircle") {
+        Some(c) => Some((
+            field(c, "center").map(point).transpose()?.unwrap_or(Point {
+                latitude: f64::NAN,
+                longitude: f64::NAN,
+            }),
+            field(c, "radius")
+                .map(as_f64)
+                .transpose()?
+                .unwrap_or(f64::NAN),
+        )),
+        None => None,
+    };
+    Ok(LocationFilter {
+        in_polygon,
+        in_circle,
+    })
+}
+
+fn string_filter(v: &Value) -> StringFilter {
+    StringFilter {
+        eq: opt_string(v, "eq"),
+        neq: opt_string(v, "neq"),
+        not_in: strings(field(v, "notIn")),
+        in_: strings(field(v, "in")),
+        starts_with: opt_string(v, "startsWith"),
+        or: list(field(v, "or")).iter().map(string_filter).collect(),
+    }
+}
+
+fn array_filter(v: &Value) -> ArrayFilter {
+    ArrayFilter {
+        contains_any: strings(field(v, "containsAny")),
+        contains_all: strings(field(v, "containsAll")),
+        not_contains_any: strings(field(v, "notContainsAny")),
+        not_contains_all: strings(field(v, "notContainsAll")),
+        or: list(field(v, "or")).iter().map(array_filter).collect(),
+    }
+}
+
+fn enum_arg<'v>(args: &'v HashMap<String, Value>, key: &str) -> Result<&'v str> {
+    match args.get(key) {
+        Some(Value::Enum(n)) => Ok(n.as_str()),
+        Some(Value::String(s)) => Ok(s.as_str()),
+        _ => Err(Error::new(format!("argument {key:?} is required"))),
+    }
+}
+
+fn float_agg(s: &str) -> FloatAgg {
+    match s {
+        "MED" => FloatAgg::Med,
+        "MAX" => FloatAgg::Max,
+        "MIN" => FloatAgg::Min,
+        "RAND" => FloatAgg::Rand,
+        "FIRST" => FloatAgg::First,
+        "LAST" => FloatAgg::Last,
+        // Unknown/default: avg (§2.5).
+        _ => FloatAgg::Avg,
+    }
+}
+
+fn string_agg(s: &str) -> StringAgg {
+    match s {
+        "RAND" => StringAgg::Rand,
+        "UNIQUE" => StringAgg::Unique,
+        "FIRST" => StringAgg::First,
+        "LAST" => StringAgg::Last,
+        _ => StringAgg::Top,
+    }
+}
+
+fn location_agg(s: &str) -> LocationAgg {
+    match s {
+        "AVG" => LocationAgg::Avg,
+        "RAND" => LocationAgg::Rand,
+        "LAST" => LocationAgg::Last,
+        _ => LocationAgg::First,
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// signals
+// ------------------------------------------------------------------------------------------
+
+/// `signals`: one aggregation request per aliased signal child field, one SQL statement.
+pub async fn signals(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let subject = subject_of(&ctx.args)?;
+    require_vehicle(ctx.ctx, &subject)?;
+    let interval = ctx.args.try_get("interval")?.string()?;
+    let interval_us = query::interval::parse_go_duration_us(interval)
+        .map_err(|e| Error::new(format!("failed parsing interval: {e}")))?;
+    let mut req = AggregateRequest {
+        subject,
+        source: source_arg(&ctx.args)?,
+        interval_us,
+        from_us: time_arg(&ctx.args, "from")?,
+        to_us: time_arg(&ctx.args, "to")?,
+        ..AggregateRequest::default()
+    };
+    let mut aliases = HashMap::new();
+    for child in ctx.ctx.field().selection_set() {
+        let name = child.name();
+        let key = child.alias().unwrap_or(name).to_string();
+        if aliases.contains_key(&key) {
+            continue;
+        }
+        let kind = if name == APPROXIMATE_LOCATION_SIGNAL {
+            None
+        } else {
+            match dq_signals::signal(name) {
+                Some(def) => Some(def.kind),
+                // `timestamp`, `__typename`: not aggregations.
+                None => continue,
+            }
+        };
+        let args: HashMap<String, Value> = child
+            .arguments()?
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect();
+        let agg = enum_arg(&args, "agg")?;
+        let filter = args.get("filter").filter(|v| **v != Value::Null);
+        let slot = match kind {
+            None => {
+                req.locations.push(LocationRequest {
+                    name: COORDINATES.into(),
+                    agg: location_agg(agg),
+                    filter: None,
+                });
+                Slot::Approximate(req.locations.len() - 1)
+            }
+            Some(ValueKind::Number) => {
+                req.floats.push(FloatRequest {
+                    name: name.into(),
+                    agg: float_agg(agg),
+                    filter: filter.map(float_filter).transpose()?,
+                });
+                Slot::Float(req.floats.len() - 1)
+            }
+            Some(ValueKind::String) => {
+                req.strings.push(StringRequest {
+                    name: name.into(),
+                    agg: string_agg(agg),
+                });
+                Slot::String(req.strings.len() - 1)
+            }
+            Some(ValueKind::Location) => {
+                req.locations.push(LocationRequest {
+                    name: name.into(),
+                    agg: location_agg(agg),
+                    filter: filter.map(location_filter).transpose()?,
+                });
+                Slot::Location(req.locations.len() - 1)
+            }
+        };
+        aliases.insert(key, slot);
+    }
+    // Validation runs even when nothing is selected (the Go resolver validates first).
+    req.validate().map_err(errors::from_query)?;
+    if aliases.is_empty() {
+        return Ok(None);
+    }
+    let buckets = run(ctx.ctx, move |e| e.aggregate(&req)).await?;
+    if buckets.is_empty() {
+        return Ok(None);
+    }
+    let aliases = Arc::new(aliases);
+    Ok(Some(FieldValue::list(buckets.into_iter().map(|bucket| {
+        FieldValue::owned_any(AggRow {
+            bucket,
+            aliases: Arc::clone(&aliases),
+        })
+    }))))
+}
+
+/// A signal field of `SignalAggregations`: privilege check, then the alias's answer.
+pub fn aggregated_field(
+    ctx: &ResolverContext<'_>,
+    name: &str,
+) -> Result<Option<FieldValue<'static>>> {
+    auth::require_signal(caller(ctx.ctx), name).map_err(|e| errors::from_auth(&e))?;
+    let row = ctx.parent_value.try_downcast_ref::<AggRow>()?;
+    let sel = ctx.ctx.field();
+    let key = sel.alias().unwrap_or(sel.name());
+    let b = &row.bucket;
+    let value = match row.aliases.get(key) {
+        Some(Slot::Float(i)) => b.floats.get(i).map(|v| number(*v)).transpose()?,
+        Some(Slot::String(i)) => b.strings.get(i).map(|s| Value::String(s.clone())),
+        Some(Slot::Location(i)) => b.locations.get(i).map(location_value).transpose()?,
+        Some(Slot::Approximate(i)) => b
+            .locations
+            .get(i)
+            .and_then(approximate)
+            .map(|l| location_value(&l))
+            .transpose()?,
+        None => None,
+    };
+    Ok(value.map(FieldValue::value))
+}
+
+// ------------------------------------------------------------------------------------------
+// signalsLatest
+// ------------------------------------------------------------------------------------------
+
+/// `signalsLatest`: the subject's rollup rows; fields pick theirs (always a non-null object).
+pub async fn signals_latest(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let subject = subject_of(&ctx.args)?;
+    require_vehicle(ctx.ctx, &subject)?;
+    let source = source_arg(&ctx.args)?
+        .map(|s| query::source_address(&s))
+        .transpose()
+        .map_err(errors::from_query)?;
+    let rows = run(ctx.ctx, move |e| {
+        e.latest_rows(&subject, source.as_deref(), None)
+    })
+    .await?;
+    let last_seen_us = last_seen(&rows);
+    Ok(Some(FieldValue::owned_any(LatestData {
+        rows: rows.into_iter().map(|r| (r.name.clone(), r)).collect(),
+        last_seen_us,
+    })))
+}
+
+fn signal_value(ts_us: i64, value: Value) -> Value {
+    object(vec![("timestamp", time_value(ts_us)), ("value", value)])
+}
+
+/// A signal field of `SignalCollection`.
+pub fn latest_field(ctx: &ResolverContext<'_>, name: &str) -> Result<Option<FieldValue<'static>>> {
+    auth::require_signal(caller(ctx.ctx), name).map_err(|e| errors::from_auth(&e))?;
+    let data = ctx.parent_value.try_downcast_ref::<LatestData>()?;
+    if name == APPROXIMATE_LOCATION_SIGNAL {
+        let Some(row) = data.rows.get(COORDINATES) else {
+            return Ok(None);
+        };
+        return Ok(approximate(&row.location)
+            .map(|l| location_value(&l))
+            .transpose()?
+            .map(|v| FieldValue::value(signal_value(row.loc_ts_us, v))));
+    }
+    let (Some(row), Some(def)) = (data.rows.get(name), dq_signals::signal(name)) else {
+        return Ok(None);
+    };
+    let value = match def.kind {
+        ValueKind::Number => signal_value(row.timestamp_us, number(row.value_number)?),
+        ValueKind::String => {
+            signal_value(row.timestamp_us, Value::String(row.value_string.clone()))
+        }
+        ValueKind::Location => signal_value(row.loc_ts_us, location_value(&row.location)?),
+    };
+    Ok(Some(FieldValue::value(value)))
+}
+
+// ------------------------------------------------------------------------------------------
+// availableSignals, dataSummary, signalsSnapshot
+// ------------------------------------------------------------------------------------------
+
+/// Rows for the list-style queries (source not validated: §1.9 asymmetry).
+async fn list_rows(ctx: &ResolverContext<'_>) -> Result<(String, Vec<LatestRow>)> {
+    let subject = subject_of(&ctx.args)?;
+    require_vehicle(ctx.ctx, &subject)?;
+    let source = source_arg(&ctx.args)?.map(|s| query::lenient_source(&s));
+    let s = subject.clone();
+    let rows = run(ctx.ctx, move |e| e.latest_rows(&s, source.as_deref(), None)).await?;
+    Ok((subject, rows))
+}
+
+fn readable(ctx: &Context<'_>, name: &str) -> bool {
+    caller(ctx).is_some_and(|p| auth::may_read_signal(p, name))
+}
+
+/// `availableSignals`: null when the subject has no names, `[]` when all are filtered out.
+pub async fn available_signals(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let (_, rows) = list_rows(ctx).await?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let names: Vec<FieldValue> = rows
+        .iter()
+        .filter(|r| dq_signals::signal(&r.name).is_some() && readable(ctx.ctx, &r.name))
+        .map(|r| FieldValue::value(Value::String(r.name.clone())))
+        .collect();
+    Ok(Some(FieldValue::list(names)))
+}
+
+/// `dataSummary`.
+pub async fn data_summary(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let (subject, rows) = list_rows(ctx).await?;
+    let events = run(ctx.ctx, move |e| e.event_summaries(&subject)).await?;
+    let first = rows
+        .iter()
+        .map(|r| r.first_seen_us)
+        .chain(events.iter().map(|e| e.first_seen_us))
+        .min();
+    let last = rows
+        .iter()
+        .map(|r| r.last_seen_us)
+        .chain(events.iter().map(|e| e.last_seen_us))
+        .max();
+    let kept: Vec<&LatestRow> = rows
+        .iter()
+        .filter(|r| dq_signals::signal(&r.name).is_some() && readable(ctx.ctx, &r.name))
+        .collect();
+    let total: i64 = kept.iter().map(|r| r.count).sum();
+    let uint = |n: i64| Value::Number(Number::from(u64::try_from(n).unwrap_or(0)));
+    let summary = object(vec![
+        ("numberOfSignals", uint(total)),
+        (
+            "availableSignals",
+            Value::List(kept.iter().map(|r| Value::String(r.name.clone())).collect()),
+        ),
+        (
+            "firstSeen",
+            time_value(first.unwrap_or_else(|| chrono::Utc::now().timestamp_micros())),
+        ),
+        // No data at all: Go's zero-ish sentinel 1900-01-01.
+        (
+            "lastSeen",
+            time_value(last.unwrap_or(-2_208_988_800_000_000)),
+        ),
+        (
+            "signalDataSummary",
+            Value::List(
+                kept.iter()
+                    .map(|r| {
+                        object(vec![
+                            ("name", Value::String(r.name.clone())),
+                            ("numberOfSignals", uint(r.count)),
+                            ("firstSeen", time_value(r.first_seen_us)),
+                            ("lastSeen", time_value(r.last_seen_us)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+        (
+            "eventDataSummary",
+            Value::List(
+                events
+                    .iter()
+                    .map(|e| {
+                        object(vec![
+                            ("name", Value::String(e.name.clone())),
+                            ("numberOfEvents", uint(e.count)),
+                            ("firstSeen", time_value(e.first_seen_us)),
+                            ("lastSeen", time_value(e.last_seen_us)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+    ]);
+    Ok(Some(FieldValue::value(summary)))
+}
+
+fn latest_signal(name: &str, ts_us: i64, kind: (&str, Value)) -> Value {
+    object(vec![
+        ("name", Value::String(name.to_string())),
+        ("timestamp", time_value(ts_us)),
+        kind,
+    ])
+}
+
+/// `signalsSnapshot`: content-typed latest values, the approximate location appended last,
+/// then privilege filtered; `signals` is `[]` when empty.
+pub async fn signals_snapshot(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let (_, rows) = list_rows(ctx).await?;
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| dq_signals::signal(&r.name).is_some())
+    {
+        let v = if r.has_fix() {
+            latest_signal(
+                &r.name,
+                r.loc_ts_us,
+                ("valueLocation", location_value(&r.location)?),
+            )
+        } else if !r.value_string.is_empty() {
+            latest_signal(
+                &r.name,
+                r.timestamp_us,
+                ("valueString", Value::String(r.value_string.clone())),
+            )
+        } else {
+            latest_signal(
+                &r.name,
+                r.timestamp_us,
+                ("valueNumber", number(r.value_number)?),
+            )
+        };
+        out.push((r.name.clone(), v));
+    }
+    if let Some(row) = rows.iter().find(|r| r.name == COORDINATES) {
+        if let Some(approx) = approximate(&row.location) {
+            out.push((
+                APPROXIMATE_LOCATION_SIGNAL.to_string(),
+                latest_signal(
+                    APPROXIMATE_LOCATION_SIGNAL,
+                    row.loc_ts_us,
+                    ("valueLocation", location_value(&approx)?),
+                ),
+            ));
+        }
+    }
+    let signals: Vec<Value> = out
+        .into_iter()
+        .filter(|(name, _)| readable(ctx.ctx, name))
+        .map(|(_, v)| v)
+        .collect();
+    let last = last_seen(&rows).map(time_value).unwrap_or(Value::Null);
+    Ok(Some(FieldValue::value(object(vec![
+        ("lastSeen", last),
+        ("signals", Value::List(signals)),
+    ]))))
+}
+
+// ------------------------------------------------------------------------------------------
+// events
+// ------------------------------------------------------------------------------------------
+
+/// `events`: newest first, `[]` when none.
+pub async fn events(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let subject = subject_of(&ctx.args)?;
+    require_vehicle(ctx.ctx, &subject)?;
+    auth::require_all_of(caller(ctx.ctx), &EVENT_PRIVILEGES).map_err(|e| errors::from_auth(&e))?;
+    let filter = match ctx.args.get("filter") {
+        Some(f) if !f.is_null() => {
+            let v = f.as_value();
+            EventFilter {
+                name: field(v, "name").map(string_filter),
+                source: field(v, "source").map(string_filter),
+                tags: field(v, "tags").map(array_filter),
+            }
+        }
+        _ => EventFilter::default(),
+    };
+    let req = EventsRequest {
+        subject,
+        from_us: time_arg(&ctx.args, "from")?,
+        to_us: time_arg(&ctx.args, "to")?,
+        filter,
+    };
+    let events = run(ctx.ctx, move |e| e.events(&req)).await?;
+    let items: Vec<FieldValue> = events
+        .into_iter()
+        .map(|e| {
+            FieldValue::value(object(vec![
+                ("timestamp", time_value(e.timestamp_us)),
+                ("name", Value::String(e.name)),
+                ("source", Value::String(e.source)),
+                (
+                    "durationNs",
+                    Value::Number(Number::from(
+                        i64::try_from(e.duration_ns).unwrap_or(i64::MAX),
+                    )),
+                ),
+                (
+                    "metadata",
+                    if e.metadata.is_empty() {
+                        Value::Null
+                    } else {
+                        Value::String(e.metadata)
+                    },
+                ),
+            ]))
+        })
+        .collect();
+    Ok(Some(FieldValue::list(items)))
+}

@@ -1,0 +1,169 @@
+//! Test oracles (feature `testing`): what the decoded tables must hold for the raw rows in a lake,
+//! computed by decoding every raw row directly (not by the pass), and readers of what they do
+//! hold. Shared by this crate's suite and the materializer function's chaos test.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use blob::BlobStore;
+use chrono::{TimeZone, Utc};
+use dq_cloudevent::event::RawEvent;
+use dq_decode::rows::{EventRow, SignalRow};
+use dq_decode::{decode_batch, VehicleGate};
+use lake::Lake;
+
+use crate::feed::{read_chunk, Source};
+
+/// What the decoded tables must hold: every raw row resolved, non-voided, `Key()`-deduplicated,
+/// decoded, then one row per write key.
+pub fn expected(
+    rt: &tokio::runtime::Runtime,
+    lake: &Lake,
+    blobs: Option<&Arc<BlobStore>>,
+) -> (Vec<SignalRow>, Vec<EventRow>) {
+    let conn = lake.connect().unwrap();
+    let rows = read_chunk(
+        lake,
+        &conn,
+        Source::Range {
+            from: Utc.timestamp_opt(0, 0).unwrap(),
+            to: Utc.timestamp_opt(4_000_000_000, 0).unwrap(),
+        },
+        None,
+        10_000_000,
+        usize::MAX,
+    )
+    .unwrap();
+    let resolved = rt
+        .block_on(crate::resolve::resolve(
+            rows.into_iter().map(|r| r.row).collect(),
+            blobs,
+        ))
+        .unwrap();
+    let events: Vec<RawEvent> = resolved
+        .events
+        .into_iter()
+        .filter(|e| {
+            !resolved
+                .voided
+                .contains(&(e.header.subject.clone(), e.header.id.clone()))
+        })
+        .collect();
+    let out = decode_batch(&events, &VehicleGate::DISABLED, Utc::now());
+    let mut seen = BTreeSet::new();
+    let signals = out
+        .signal_rows
+        .into_iter()
+        .filter(|r| {
+            seen.insert((
+                r.subject_bucket,
+                r.cloud_event_id.clone(),
+                r.name.clone(),
+                r.timestamp,
+            ))
+        })
+        .collect();
+    let mut seen = BTreeSet::new();
+    let events = out
+        .event_rows
+        .into_iter()
+        .filter(|r| {
+            seen.insert((
+                r.subject_bucket,
+                r.cloud_event_id.clone(),
+                r.name.clone(),
+                r.timestamp,
+            ))
+        })
+        .collect();
+    (sorted_signals(signals), sorted_events(events))
+}
+
+/// Signal rows in a canonical order (subject, name, timestamp, event id).
+pub fn sorted_signals(mut v: Vec<SignalRow>) -> Vec<SignalRow> {
+    v.sort_by(|a, b| {
+        (&a.subject, &a.name, a.timestamp, &a.cloud_event_id).cmp(&(
+            &b.subject,
+            &b.name,
+            b.timestamp,
+            &b.cloud_event_id,
+        ))
+    });
+    v
+}
+
+/// Event rows in a canonical order (subject, name, timestamp, event id).
+pub fn sorted_events(mut v: Vec<EventRow>) -> Vec<EventRow> {
+    v.sort_by(|a, b| {
+        (&a.subject, &a.name, a.timestamp, &a.cloud_event_id).cmp(&(
+            &b.subject,
+            &b.name,
+            b.timestamp,
+            &b.cloud_event_id,
+        ))
+    });
+    v
+}
+
+/// Everything in `lake.signals`.
+pub fn stored_signals(lake: &Lake) -> Vec<SignalRow> {
+    let conn = lake.connect().unwrap();
+    let mut stmt = conn.prepare("SELECT * FROM lake.signals").unwrap();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(SignalRow {
+                subject: r.get(0)?,
+                subject_bucket: r.get(1)?,
+                name: r.get(2)?,
+                timestamp: r.get(3)?,
+                source: r.get(4)?,
+                producer: r.get(5)?,
+                cloud_event_id: r.get(6)?,
+                value_number: r.get(7)?,
+                value_string: r.get(8)?,
+                loc_lat: r.get(9)?,
+                loc_lon: r.get(10)?,
+                loc_hdop: r.get(11)?,
+                loc_heading: r.get(12)?,
+            })
+        })
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    sorted_signals(rows)
+}
+
+/// Everything in `lake.events` (tags read as JSON text).
+pub fn stored_events(lake: &Lake) -> Vec<EventRow> {
+    let conn = lake.connect().unwrap();
+    let mut stmt = conn
+        .prepare("SELECT subject, subject_bucket, source, producer, cloud_event_id, type, data_version, name, \"timestamp\", duration_ns, metadata, to_json(tags)::VARCHAR FROM lake.events")
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| {
+            let tags: String = r.get(11)?;
+            Ok(EventRow {
+                subject: r.get(0)?,
+                subject_bucket: r.get(1)?,
+                source: r.get(2)?,
+                producer: r.get(3)?,
+                cloud_event_id: r.get(4)?,
+                event_type: r.get(5)?,
+                data_version: r.get(6)?,
+                name: r.get(7)?,
+                timestamp: r.get(8)?,
+                duration_ns: r.get(9)?,
+                metadata: r.get(10)?,
+                tags: serde_json::from_str(&tags).unwrap(),
+            })
+        })
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    sorted_events(rows)
+}
+
+/// The single BIGINT a query returns.
+pub fn count(lake: &Lake, sql: &str) -> i64 {
+    lake.conn().query_row(sql, [], |r| r.get(0)).unwrap()
+}

@@ -1,0 +1,112 @@
+//! Latest values and per-signal summaries (dq-query.md §2.7, §2.8): from the rollup
+//! `lake.signals_latest` when there is no source filter, else (and when the rollup does not
+//! exist yet) from the same recompute the materializer defines the rollup by
+//! (`materialize::rollup::signals_latest_select`) over the source-filtered, deduped base — so
+//! both paths give the same answers by construction.
+
+use crate::aggregate::Location;
+use crate::{check_subject, subject_predicate, Engine, Result};
+use lake::duckdb::params;
+use lake::quote;
+use materialize::rollup::signals_latest_select;
+
+/// One rollup row (a `lake.signals_latest` row or its recompute).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LatestRow {
+    /// Signal name.
+    pub name: String,
+    /// Latest timestamp of any value, µs.
+    pub timestamp_us: i64,
+    /// Value number at that time.
+    pub value_number: f64,
+    /// Value string at that time.
+    pub value_string: String,
+    /// Latest non-(0,0) location (zeros when never fixed).
+    pub location: Location,
+    /// Time of that fix, µs (0 when never fixed).
+    pub loc_ts_us: i64,
+    /// Deduped row count.
+    pub count: i64,
+    /// Earliest timestamp, µs.
+    pub first_seen_us: i64,
+    /// Latest timestamp, µs.
+    pub last_seen_us: i64,
+}
+
+impl LatestRow {
+    /// True when the row carries a real fix.
+    pub fn has_fix(&self) -> bool {
+        self.location.latitude != 0.0 || self.location.longitude != 0.0
+    }
+}
+
+impl Engine {
+    /// Every rollup row of `subject` (optionally restricted to `source`, an address or verbatim
+    /// value, and to `names`), sorted by name.
+    ///
+    /// # Errors
+    /// Database failures; an empty subject.
+    pub fn latest_rows(
+        &self,
+        subject: &str,
+        source: Option<&str>,
+        names: Option<&[String]>,
+    ) -> Result<Vec<LatestRow>> {
+        check_subject(subject)?;
+        let mut filter = vec![subject_predicate(subject)];
+        if let Some(names) = names {
+            if names.is_empty() {
+                return Ok(Vec::new());
+            }
+            let list: Vec<String> = names.iter().map(|n| quote(n)).collect();
+            filter.push(format!("name IN ({})", list.join(", ")));
+        }
+        let from = match source {
+            None if self.table_exists(&self.has_signals_rollup, "signals_latest")? => {
+                format!("lake.signals_latest WHERE {}", filter.join(" AND "))
+            }
+            _ => {
+                if let Some(src) = source {
+                    filter.push(format!("source = {}", quote(src)));
+                }
+                format!("({})", signals_latest_select(&filter.join(" AND ")))
+            }
+        };
+        let sql = format!(
+            "SELECT name, epoch_us(\"timestamp\"), coalesce(value_number, 0), coalesce(value_string, ''), \
+             coalesce(loc_lat, 0), coalesce(loc_lon, 0), coalesce(loc_hdop, 0), coalesce(loc_heading, 0), \
+             coalesce(epoch_us(loc_ts), 0), \"count\", epoch_us(first_seen), epoch_us(last_seen) \
+             FROM {from} ORDER BY name"
+        );
+        self.with_conn("latest signals", |c| {
+            let mut stmt = c.prepare(&sql)?;
+            let rows = stmt.query_map(params![subject], |r| {
+                Ok(LatestRow {
+                    name: r.get(0)?,
+                    timestamp_us: r.get(1)?,
+                    value_number: r.get(2)?,
+                    value_string: r.get(3)?,
+                    location: Location {
+                        latitude: r.get(4)?,
+                        longitude: r.get(5)?,
+                        hdop: r.get(6)?,
+                        heading: r.get(7)?,
+                    },
+                    loc_ts_us: r.get(8)?,
+                    count: r.get(9)?,
+                    first_seen_us: r.get(10)?,
+                    last_seen_us: r.get(11)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+}
+
+/// `lastSeen` over rows: the latest timestamp of any signal; `None` when none (epoch).
+pub fn last_seen(rows: &[LatestRow]) -> Option<i64> {
+    rows.iter()
+        .map(|r| r.last_seen_us)
+        .max()
+        .filter(|t| *t != 0)
+}

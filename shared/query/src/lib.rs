@@ -1,0 +1,254 @@
+//! Read SQL over the decoded lake (dq-query.md §2): the dialect-neutral read operations every
+//! GraphQL dialect calls (dialects.md §6.3) — signal aggregations, latest values, available
+//! signals, summaries, the snapshot and events.
+//!
+//! This crate owns the SQL and its semantics: UTC µs time, half-open windows, `from`-aligned
+//! buckets, the read-side dedup keys and `subject_bucket` pruning (both defined once in
+//! `materialize::keys` / `dq_cloudevent::subject_bucket` and reused here), the rollup-first
+//! latest path with its base-scan fallback, and argument validation with its client texts.
+//! It does NOT own GraphQL types, auth or HTTP (crate `graphql`).
+//!
+//! # Layout
+//! - [`Engine`]: one per process, holding the DuckDB instance and a small connection pool.
+//! - [`aggregate`]: the `signals` aggregation (one SQL statement per request for every alias).
+//! - [`latest`]: latest values, available signals, summaries, snapshot rows.
+//! - [`events`]: the `events` list and event summaries.
+//! - [`filter`]: float / location / string / tags filters rendered to SQL.
+//! - [`interval`]: Go-duration parsing for `interval`.
+#![warn(missing_docs)]
+
+pub mod aggregate;
+pub mod error;
+pub mod events;
+pub mod filter;
+pub mod interval;
+pub mod latest;
+
+pub use error::{Error, Result};
+
+use dq_cloudevent::{eip55, subject_bucket, EthrDid};
+use lake::duckdb::{self, Connection};
+use lake::{Lake, Redactor};
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Idle connections kept for reuse (DUCKDB_MAX_CONNS default).
+const MAX_IDLE_CONNECTIONS: usize = 6;
+
+/// Where new connections come from.
+enum Source {
+    /// The engine owns the lake.
+    Lake(Box<Mutex<Lake>>),
+    /// A connection to a lake someone else owns (e.g. the cloud-event reader), kept open by
+    /// `_owner` (dropping the owning `Lake` would close the database under the clones).
+    Shared {
+        base: Mutex<Connection>,
+        _owner: Arc<dyn Any + Send + Sync>,
+    },
+}
+
+/// The read engine: one embedded DuckDB with the lake attached, opened once per process
+/// (cold start) and shared by every request.
+pub struct Engine {
+    pool: Mutex<Vec<Connection>>,
+    redactor: Redactor,
+    // Positive-only caches: a table that exists keeps existing.
+    has_signals_rollup: AtomicBool,
+    has_events_rollup: AtomicBool,
+    // Last: pooled connections close before the database they clone.
+    source: Source,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Wraps an opened lake.
+    pub fn new(lake: Lake) -> Engine {
+        let redactor = lake.redactor().clone();
+        Engine::with_source(Source::Lake(Box::new(Mutex::new(lake))), redactor)
+    }
+
+    /// Shares the DuckDB instance of a lake owned elsewhere: `base` is a connection of that
+    /// lake (`Lake::connect`), `owner` keeps the lake open for as long as the engine lives.
+    pub fn shared(
+        base: Connection,
+        redactor: Redactor,
+        owner: Arc<dyn Any + Send + Sync>,
+    ) -> Engine {
+        Engine::with_source(
+            Source::Shared {
+                base: Mutex::new(base),
+                _owner: owner,
+            },
+            redactor,
+        )
+    }
+
+    fn with_source(source: Source, redactor: Redactor) -> Engine {
+        Engine {
+            pool: Mutex::new(Vec::new()),
+            redactor,
+            has_signals_rollup: AtomicBool::new(false),
+            has_events_rollup: AtomicBool::new(false),
+            source,
+        }
+    }
+
+    fn open_connection(&self) -> Result<Connection> {
+        match &self.source {
+            Source::Lake(lake) => Ok(lake
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .connect()?),
+            Source::Shared { base, .. } => {
+                let conn = base
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .try_clone()
+                    .and_then(|c| c.execute_batch("SET TimeZone = 'UTC'").map(|()| c))
+                    .map_err(|e| self.db_error("clone connection", e))?;
+                Ok(conn)
+            }
+        }
+    }
+
+    fn db_error(&self, context: &str, e: duckdb::Error) -> Error {
+        match lake::db_error(&self.redactor, context, e) {
+            lake::Error::Duckdb { context, message } => Error::Database { context, message },
+            other => Error::Database {
+                context: context.to_string(),
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// Opens the lake from the environment (`DUCKLAKE_CATALOG_DSN`, …) and wraps it: the one
+    /// DuckDB instance of the process.
+    ///
+    /// # Errors
+    /// Bad settings or an unreachable catalog.
+    pub fn open_from_env() -> Result<Engine> {
+        let cfg = lake::LakeConfig::from_env()?;
+        Ok(Engine::new(Lake::open(cfg)?))
+    }
+
+    /// Runs `f` on a pooled connection (TimeZone UTC), mapping errors with `context`.
+    pub(crate) fn with_conn<T>(
+        &self,
+        context: &str,
+        f: impl FnOnce(&Connection) -> duckdb::Result<T>,
+    ) -> Result<T> {
+        let pooled = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => self.open_connection()?,
+        };
+        let result = f(&conn).map_err(|e| self.db_error(context, e));
+        let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.len() < MAX_IDLE_CONNECTIONS {
+            pool.push(conn);
+        }
+        result
+    }
+
+    /// The readiness probe (dq-query.md §6.4): `SELECT 1 FROM lake.signals LIMIT 0`.
+    ///
+    /// # Errors
+    /// The catalog or table is unreachable.
+    pub fn probe(&self) -> Result<()> {
+        self.with_conn("readiness probe", |c| {
+            c.execute_batch("SELECT 1 FROM lake.signals LIMIT 0")
+        })
+    }
+
+    fn table_exists(&self, cache: &AtomicBool, table: &str) -> Result<bool> {
+        if cache.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        let n: i64 = self.with_conn("probe rollup table", |c| {
+            c.query_row(
+                "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'main' AND table_name = ?",
+                [table],
+                |r| r.get(0),
+            )
+        })?;
+        if n > 0 {
+            cache.store(true, Ordering::Relaxed);
+        }
+        Ok(n > 0)
+    }
+}
+
+/// `subject_bucket = N AND subject = ?` — the per-subject predicate every read starts with,
+/// the bucket literal first so DuckLake prunes partitions (dq-query.md §2.3). The subject is
+/// bound as the statement's parameter.
+pub(crate) fn subject_predicate(subject: &str) -> String {
+    format!(
+        "subject_bucket = {} AND subject = ?",
+        subject_bucket(subject)
+    )
+}
+
+/// A µs timestamp literal (dq-query.md §2.2: inlined, never bound).
+pub(crate) fn ts_lit(us: i64) -> String {
+    format!("make_timestamp({us}::BIGINT)::TIMESTAMPTZ")
+}
+
+/// `source` as the signals/latest paths validate it: an ethr DID reduced to its EIP-55
+/// address (dq-query.md §2.4).
+///
+/// # Errors
+/// `source '<s>' is not a valid ethr DID`.
+pub fn source_address(source: &str) -> Result<String> {
+    source
+        .parse::<EthrDid>()
+        .map(|d| eip55(&d.address))
+        .map_err(|_| Error::invalid(format!("source '{source}' is not a valid ethr DID")))
+}
+
+/// `source` as availableSignals / dataSummary / signalsSnapshot use it (not validated): an ethr
+/// DID becomes its address, anything else is compared verbatim.
+pub fn lenient_source(source: &str) -> String {
+    source_address(source).unwrap_or_else(|_| source.to_string())
+}
+
+/// Go's zero `time.Time` (0001-01-01T00:00:00Z) in µs: what an unset time argument is.
+pub const GO_ZERO_TIME_US: i64 = -62_135_596_800_000_000;
+
+/// Subjects must be non-empty on every read.
+pub(crate) fn check_subject(subject: &str) -> Result<()> {
+    if subject.is_empty() {
+        Err(Error::invalid("subject is required"))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_reduction() {
+        let did = "did:ethr:137:0xcd445F4c6bDAD32b68a2939b912150Fe3C88803E";
+        assert_eq!(
+            source_address(did).unwrap(),
+            "0xcd445F4c6bDAD32b68a2939b912150Fe3C88803E"
+        );
+        assert_eq!(
+            source_address("0xabc"),
+            Err(Error::invalid("source '0xabc' is not a valid ethr DID"))
+        );
+        assert_eq!(lenient_source("0xabc"), "0xabc");
+        assert!(subject_predicate("").starts_with("subject_bucket = 197 "));
+    }
+}
