@@ -11,14 +11,21 @@ DEMO_DIR ?= $(CURDIR)/.local/demo
 DEMO_VEHICLES ?= 12
 DEMO_DAYS ?= 2
 
-.PHONY: help extensions venv build fmt lint test test-only fuzz-build demo bench-decode clean-demo
+.PHONY: help extensions venv build fmt lint test test-only fuzz-build demo bench-decode bench-materializer bench-query chaos clean-demo
 
 help:
-	@echo "make demo          seed a local lake with a small fleet and show what was written"
+	@echo "make demo          seed a local lake, decode it, serve GraphQL + FetchService (prints a curl)"
 	@echo "make test          fmt + clippy + every test (file and PostgreSQL catalogs, moto S3)"
 	@echo "make extensions    provision the pinned DuckDB 1.5.4 extensions into $(DUCKDB_EXTENSION_DIR)"
 	@echo "make venv          create the Python venv with moto (S3 + DynamoDB API for tests)"
 	@echo "make bench-decode  decode throughput benchmark, results in BENCHMARKS.md"
+	@echo "make validate      sam validate --lint of template.yaml (offline; aws-sam-cli from the venv)"
+	@echo "make layer         zip the DuckDB extensions as a Lambda layer (/opt/duckdb/extensions)"
+	@echo "make lambda        release build of every function with cargo-lambda, zipped, size-checked"
+	@echo "make invoke-test   every events/*.json through its function under the Lambda Runtime API emulator"
+	@echo "make bench-materializer  materializer events/s beside the engine floor (1M events, file + PostgreSQL)"
+	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService (200 vehicles x 30 days, file + PostgreSQL)"
+	@echo "make chaos         long chaos run: SIGKILL the materializer 200 times while din writes"
 
 extensions:
 	@scripts/extensions.sh "$(DUCKDB_EXTENSION_DIR)"
@@ -42,21 +49,62 @@ test-only: extensions venv
 fuzz-build:
 	$(CARGO) build --manifest-path shared/decode/fuzz/Cargo.toml
 
-test: extensions venv lint test-only fuzz-build
+test: extensions venv lint test-only invoke-test validate fuzz-build
 
-# Starts from an empty lake each time so the output is reproducible. A low blob threshold makes
-# the larger vendor payloads take din's blob path too.
+# Starts from an empty lake each time so the output is reproducible (scripts/demo.sh): seed,
+# decode until caught up, then serve FetchService and GraphQL. Always `--workspace`: building a
+# subset changes dependency feature unification and would rebuild DuckDB.
 demo: extensions
-	$(CARGO) build -p dqctl
-	rm -rf "$(DEMO_DIR)"
-	$(CARGO_TARGET_DIR)/debug/dqctl seed \
-	  --catalog "ducklake:$(DEMO_DIR)/catalog.ducklake" --data-path "$(DEMO_DIR)/data" \
-	  --blob-dir "$(DEMO_DIR)/blobs" --threshold 1536 \
-	  --vehicles $(DEMO_VEHICLES) --days $(DEMO_DAYS) --seed 7
-	@echo "demo lake: $(DEMO_DIR) (catalog.ducklake, data/, blobs/)"
+	$(CARGO) build --workspace --bins --features dq-fn-graphql/dev
+	DEMO_DIR="$(DEMO_DIR)" DEMO_VEHICLES=$(DEMO_VEHICLES) DEMO_DAYS=$(DEMO_DAYS) scripts/demo.sh
 
 clean-demo:
 	rm -rf "$(DEMO_DIR)"
 
+BENCH = DQ_BENCH_COMMIT=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown) $(CARGO_TARGET_DIR)/debug/dq-bench
+
 bench-decode:
-	$(CARGO) bench -p dq-decode --bench decode
+	$(CARGO) build --workspace --bins
+	$(BENCH) decode
+
+bench-materializer: extensions venv
+	$(CARGO) build --workspace --bins
+	$(BENCH) materializer
+
+bench-query: extensions
+	$(CARGO) build --workspace --bins
+	$(BENCH) query
+
+# The long variant of the chaos test that `make test` runs with 25 kills.
+chaos: extensions venv
+	DQ_CHAOS_KILLS=200 $(CARGO) test --workspace --no-fail-fast sigkill_at_random_points -- --nocapture
+
+# ---- AWS SAM deployment (README "Deploy (AWS SAM)") ----
+LAMBDA_DIR ?= $(CURDIR)/.local/lambda
+# The release build gets its own target directory: it never waits on the debug build's lock.
+LAMBDA_TARGET_DIR ?= /var/tmp/dq-target-lambda
+export LAMBDA_DIR LAMBDA_TARGET_DIR
+.PHONY: deploy-tools validate layer lambda lambda-size invoke-test
+
+# aws-sam-cli and cargo-lambda, hash-pinned (scripts/deploy-tools.lock), into the project venv.
+deploy-tools:
+	@scripts/deploy-tools.sh
+
+# Offline: cfn-lint over the SAM-transformed template, no AWS account or credentials needed.
+validate: deploy-tools
+	AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(DQ_VENV)/bin/sam validate --lint --template template.yaml
+
+layer: extensions
+	@scripts/layer.sh "$(DUCKDB_EXTENSION_DIR)" "$(LAMBDA_DIR)"
+
+lambda: deploy-tools layer
+	@scripts/lambda.sh
+
+# Fails when a function zip plus the layer exceeds Lambda's 250 MB unzipped limit.
+lambda-size:
+	@python3 scripts/lambda-size.py --lambda-dir "$(LAMBDA_DIR)"
+
+# The debug binaries of `make build` (the same feature set as `cargo test --workspace`); the
+# venv's python signs the development tokens that `__DEV_TOKEN__` in an event stands for.
+invoke-test: extensions deploy-tools build
+	$(DQ_VENV)/bin/python tests/invoke/invoke.py --bin-dir "$(CARGO_TARGET_DIR)/debug"

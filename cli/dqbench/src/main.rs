@@ -8,6 +8,7 @@
 
 mod decode;
 mod materializer;
+mod query;
 mod report;
 
 use std::process::ExitCode;
@@ -30,12 +31,16 @@ enum Command {
     Decode,
     /// Raw events/s through the materializer (feed → decode → write → commit) beside the floor.
     Materializer(materializer::Args),
+    /// Read latency (cold and warm) of signals, signalsLatest and FetchService cloud events,
+    /// through GraphQL HTTP / gRPC and as the bare SQL, on the file and PostgreSQL catalogs.
+    Query(query::Args),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Decode => decode::run(),
         Command::Materializer(args) => materializer::run(&args),
+        Command::Query(args) => query::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

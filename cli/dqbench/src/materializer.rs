@@ -10,11 +10,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use chrono::{TimeZone, Utc};
+use chrono::Utc;
 use fleet::{Fleet, FleetConfig};
 use lake::testing::{Backend, TestLake};
 use lake::Lake;
-use materialize::feed::{read_chunk, Source};
 use materialize::Materializer;
 use sim::{SeedOptions, Writer};
 
@@ -235,22 +234,7 @@ fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Duration> {
 
 /// Decodes every raw row once, timing only the decoder (the rows are read and resolved first).
 fn decode_time(rt: &tokio::runtime::Runtime, lake: &Lake) -> anyhow::Result<Duration> {
-    let conn = lake.connect()?;
-    let rows = read_chunk(
-        lake,
-        &conn,
-        Source::Range {
-            from: Utc.timestamp_opt(0, 0).unwrap(),
-            to: Utc.timestamp_opt(4_000_000_000, 0).unwrap(),
-        },
-        None,
-        100_000_000,
-        usize::MAX,
-    )?;
-    let resolved = rt.block_on(materialize::resolve::resolve(
-        rows.into_iter().map(|r| r.row).collect(),
-        None,
-    ))?;
+    let resolved = materialize::testing::all_raw_rows(rt, lake, None);
     let started = Instant::now();
     let out = dq_decode::decode_batch(
         &resolved.events,

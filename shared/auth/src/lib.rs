@@ -40,6 +40,7 @@
 //! - [`grpc`]: FetchService authentication ([`GrpcAuthenticator`]) and per-RPC subject scope.
 //! - [`service`]: the IAM caller allow-list ([`ServiceAllowList`]).
 //! - [`config`]: auth settings read once from the environment ([`AuthSettings`]).
+//! - [`remote`]: the HTTP upstreams: the JWKS fetcher and identity-api's device links.
 //! - [`error`]: [`AuthError`], [`ErrorCode`], [`Surface`].
 //! - `dev` (feature `dev`): a development signer that mints tokens and serves its JWKS.
 #![warn(missing_docs)]
@@ -63,6 +64,7 @@ pub mod grpc;
 pub mod keys;
 pub mod permission;
 pub mod principal;
+pub mod remote;
 pub mod service;
 pub mod validate;
 

@@ -8,7 +8,7 @@ use crate::resolvers::Caller;
 use crate::scalars::{parse_time_us, time_value};
 use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
 use async_graphql::{Error, Name, Number, Result, Value};
-use auth::{DeviceLinks, IdentityError, LinkFuture};
+use auth::DeviceLinks;
 use chrono::{DateTime, Utc};
 use fetch::{Db, Filter, Index, Payloads, StringFilter};
 use std::sync::Arc;
@@ -17,8 +17,6 @@ use std::time::Duration;
 /// Default and maximum `cloudEvents(limit:)`.
 const DEFAULT_LIMIT: i64 = 10;
 const MAX_LIMIT: i64 = 1000;
-/// identity-api request timeout (§5.3).
-const IDENTITY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lifetime of a presigned `dataUrl` (§4.5).
 const PRESIGN_TTL: Duration = Duration::from_secs(15 * 60);
 
@@ -32,63 +30,6 @@ pub struct CloudEvents {
     pub store: Option<Arc<blob::BlobStore>>,
     /// The device → vehicle lookup; `None` denies every cross-subject read.
     pub links: Option<Arc<dyn DeviceLinks>>,
-}
-
-/// identity-api over HTTP (§5.3): first non-empty `vehicle.tokenDID`, aftermarket first.
-pub struct IdentityApi {
-    http: reqwest::Client,
-    url: String,
-}
-
-impl IdentityApi {
-    /// A client for `url` (`IDENTITY_API_URL`).
-    pub fn new(url: impl Into<String>) -> IdentityApi {
-        IdentityApi {
-            http: reqwest::Client::new(),
-            url: url.into(),
-        }
-    }
-
-    async fn lookup(&self, did: &str) -> std::result::Result<Option<String>, IdentityError> {
-        let body = serde_json::json!({
-            "query": "query($did:String!){ aftermarketDevice(by:{tokenDID:$did}){vehicle{tokenDID}} syntheticDevice(by:{tokenDID:$did}){vehicle{tokenDID}} }",
-            "variables": {"did": did},
-        });
-        let resp = self
-            .http
-            .post(&self.url)
-            .timeout(IDENTITY_TIMEOUT)
-            .json(&body)
-            .send()
-            .await
-            .map_err(IdentityError::new)?;
-        if !resp.status().is_success() {
-            return Err(IdentityError(format!(
-                "identity-api: HTTP {}",
-                resp.status()
-            )));
-        }
-        let json: serde_json::Value = resp.json().await.map_err(IdentityError::new)?;
-        // Partial GraphQL errors are normal (one of the two device kinds is always unknown).
-        let found = ["aftermarketDevice", "syntheticDevice"]
-            .iter()
-            .find_map(|k| {
-                json["data"][k]["vehicle"]["tokenDID"]
-                    .as_str()
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-            });
-        match found {
-            Some(v) => Ok(Some(v)),
-            None => Err(IdentityError("identity-api: device not found".into())),
-        }
-    }
-}
-
-impl DeviceLinks for IdentityApi {
-    fn paired_vehicle<'a>(&'a self, device_did: &'a str) -> LinkFuture<'a> {
-        Box::pin(self.lookup(device_did))
-    }
 }
 
 fn backend<'a>(ctx: &ResolverContext<'a>) -> Result<&'a CloudEvents> {

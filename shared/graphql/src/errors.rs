@@ -33,7 +33,9 @@ pub fn bad_request(message: impl Into<String>) -> Error {
 /// A query-engine error as the client sees it; database details go to the log only.
 pub fn from_query(e: query::Error) -> Error {
     match e {
-        query::Error::InvalidArgument(_) => bad_request(e.to_string()),
+        query::Error::InvalidArgument(_) | query::Error::BadRequest(_) => {
+            bad_request(e.to_string())
+        }
         query::Error::Database { .. } => {
             tracing::error!(error = %e, "lake read failed");
             coded(

@@ -234,13 +234,14 @@ pub async fn state_from_env() -> Result<AppState, String> {
         .map_err(|e| format!("open lake: {e}"))?;
     let schema = crate::schema::build().map_err(|e| format!("build schema: {e}"))?;
     let (engine, db) = share_lake(lake).map_err(|e| format!("open lake: {e}"))?;
+    let http = reqwest::Client::new();
     let links = settings.identity_api_url.clone().map(|url| {
-        Arc::new(crate::cloud_events::IdentityApi::new(url)) as Arc<dyn auth::DeviceLinks>
+        Arc::new(auth::remote::IdentityApi::new(http.clone(), url)) as Arc<dyn auth::DeviceLinks>
     });
     Ok(AppState::new(
         schema,
         Arc::new(engine),
-        crate::jwks::validator(&settings),
+        auth::remote::validator(&settings, &http),
         limits,
     )
     .with_cloud_events(CloudEvents {

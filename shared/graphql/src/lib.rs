@@ -12,14 +12,12 @@
 //! - [`resolvers`]: root and signal-field resolvers.
 //! - [`cloud_events`]: the raw cloud-event queries (over the `fetch` crate) and identity-api.
 //! - [`http`]: the router, limits, readiness.
-//! - [`jwks`]: the HTTP JWKS fetcher and the production token validator.
 //! - [`scalars`], [`errors`]: wire formats and error shapes.
 #![warn(missing_docs)]
 
 pub mod cloud_events;
 pub mod errors;
 pub mod http;
-pub mod jwks;
 pub mod resolvers;
 pub mod scalars;
 pub mod schema;

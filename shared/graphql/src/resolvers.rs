@@ -10,6 +10,7 @@ use async_graphql::{Context, Error, Number, Result, Value};
 use auth::authz::APPROXIMATE_LOCATION_SIGNAL;
 use auth::{Principal, Privilege};
 use dq_signals::ValueKind;
+use query::activity::{DailyActivityQuery, SegmentsQuery, Summary};
 use query::aggregate::{
     approximate, AggregateRequest, Bucket, FloatAgg, FloatRequest, Location, LocationAgg,
     LocationRequest, StringAgg, StringRequest,
@@ -17,6 +18,11 @@ use query::aggregate::{
 use query::events::{EventFilter, EventsRequest};
 use query::filter::{ArrayFilter, FloatFilter, LocationFilter, Point, StringFilter};
 use query::latest::{last_seen, LatestRow};
+use query::segments::config::InputValue as WireValue;
+use query::segments::signals::{FloatAggregation, SignalRequest};
+use query::segments::{
+    DailyActivityRequest, Mechanism, SegmentConfig, SegmentConfigInput, SegmentsRequest, Ts,
+};
 use query::Engine;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -722,4 +728,238 @@ pub async fn events(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'stat
         })
         .collect();
     Ok(Some(FieldValue::list(items)))
+}
+
+// ------------------------------------------------------------------------------------------
+// segments / dailyActivity (§3)
+// ------------------------------------------------------------------------------------------
+
+/// `segments` and `dailyActivity` require both history privileges (§1.2).
+pub const SEGMENT_PRIVILEGES: [Privilege; 2] = [
+    Privilege::VehicleAllTimeLocation,
+    Privilege::VehicleNonLocationData,
+];
+
+fn mechanism_arg(args: &ObjectAccessor<'_>) -> Result<Mechanism> {
+    let arg = args.try_get("mechanism")?;
+    arg.enum_name()?
+        .parse::<Mechanism>()
+        .map_err(|e| errors::bad_request(e.to_string()))
+}
+
+/// One `SegmentConfig` field as the wire has it (omitted / `null` / value).
+fn config_field(v: &Value, key: &str) -> Result<WireValue<i32>> {
+    let Value::Object(m) = v else {
+        return Ok(WireValue::Absent);
+    };
+    Ok(match m.get(key) {
+        None => WireValue::Absent,
+        Some(Value::Null) => WireValue::Null,
+        Some(Value::Number(n)) => WireValue::Value(
+            n.as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .ok_or_else(|| Error::new(format!("{key} is not a 32-bit Int")))?,
+        ),
+        Some(_) => return Err(Error::new(format!("{key} must be an Int"))),
+    })
+}
+
+/// `config`: `None` when absent or `null`; otherwise with gqlgen's SDL default injection.
+fn config_arg(args: &ObjectAccessor<'_>) -> Result<Option<SegmentConfig>> {
+    match args.get("config") {
+        Some(c) if !c.is_null() => {
+            let v = c.as_value();
+            Ok(Some(
+                SegmentConfigInput {
+                    max_gap_seconds: config_field(v, "maxGapSeconds")?,
+                    min_segment_duration_seconds: config_field(v, "minSegmentDurationSeconds")?,
+                    signal_count_threshold: config_field(v, "signalCountThreshold")?,
+                    max_idle_rpm: config_field(v, "maxIdleRpm")?,
+                    min_increase_percent: config_field(v, "minIncreasePercent")?,
+                }
+                .materialize(),
+            ))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn segment_agg(s: &str) -> Result<FloatAggregation> {
+    Ok(match s {
+        "AVG" => FloatAggregation::Avg,
+        "MED" => FloatAggregation::Med,
+        "MAX" => FloatAggregation::Max,
+        "MIN" => FloatAggregation::Min,
+        "RAND" => FloatAggregation::Rand,
+        "FIRST" => FloatAggregation::First,
+        "LAST" => FloatAggregation::Last,
+        other => return Err(Error::new(format!("unknown FloatAggregation {other}"))),
+    })
+}
+
+fn signal_requests_arg(args: &ObjectAccessor<'_>) -> Result<Vec<SignalRequest>> {
+    let v = args.get("signalRequests").map(|a| a.as_value().clone());
+    list(v.as_ref())
+        .iter()
+        .map(|r| {
+            let name = opt_string(r, "name").unwrap_or_default();
+            let agg = match field(r, "agg") {
+                Some(Value::Enum(n)) => segment_agg(n.as_str())?,
+                Some(Value::String(s)) => segment_agg(s)?,
+                _ => return Err(Error::new("agg is required")),
+            };
+            Ok(SignalRequest::new(name, agg))
+        })
+        .collect()
+}
+
+fn event_names_arg(args: &ObjectAccessor<'_>) -> Vec<String> {
+    let v = args.get("eventRequests").map(|a| a.as_value().clone());
+    list(v.as_ref())
+        .iter()
+        .filter_map(|r| opt_string(r, "name"))
+        .collect()
+}
+
+fn optional_time(args: &ObjectAccessor<'_>, name: &str) -> Result<Option<i64>> {
+    match args.get(name) {
+        Some(v) if !v.is_null() => time_arg(args, name).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn to_ts(us: i64) -> Result<Ts> {
+    chrono::DateTime::from_timestamp_micros(us).ok_or_else(|| Error::new("time out of range"))
+}
+
+fn summary_values(summary: &Summary) -> Result<(Value, Value)> {
+    let signals = summary
+        .signals
+        .iter()
+        .map(|s| {
+            Ok(object(vec![
+                ("name", Value::String(s.name.clone())),
+                ("agg", Value::String(s.agg.as_str().to_string())),
+                ("value", number(s.value)?),
+            ]))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let counts = summary
+        .event_counts
+        .iter()
+        .map(|(name, n)| {
+            object(vec![
+                ("name", Value::String(name.clone())),
+                ("count", Value::Number(Number::from(*n))),
+            ])
+        })
+        .collect();
+    Ok((Value::List(signals), Value::List(counts)))
+}
+
+fn signal_location(t: Ts, l: &Location) -> Result<Value> {
+    Ok(object(vec![
+        ("timestamp", time_value(t.timestamp_micros())),
+        ("value", location_value(l)?),
+    ]))
+}
+
+/// `segments` (§3.1).
+pub async fn segments(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let subject = subject_of(&ctx.args)?;
+    require_vehicle(ctx.ctx, &subject)?;
+    auth::require_all_of(caller(ctx.ctx), &SEGMENT_PRIVILEGES)
+        .map_err(|e| errors::from_auth(&e))?;
+    let limit = match ctx.args.get("limit") {
+        None => Some(query::segments::pipeline::DEFAULT_LIMIT),
+        Some(v) if v.is_null() => None,
+        // Out-of-i32 values fail the 1..200 check.
+        Some(v) => Some(i32::try_from(v.i64()?).unwrap_or(0)),
+    };
+    let q = SegmentsQuery {
+        request: SegmentsRequest {
+            subject,
+            from: to_ts(time_arg(&ctx.args, "from")?)?,
+            to: to_ts(time_arg(&ctx.args, "to")?)?,
+            mechanism: mechanism_arg(&ctx.args)?,
+            config: config_arg(&ctx.args)?,
+            limit,
+            after: optional_time(&ctx.args, "after")?.map(to_ts).transpose()?,
+        },
+        signal_requests: signal_requests_arg(&ctx.args)?,
+        event_names: event_names_arg(&ctx.args),
+    };
+    let now = chrono::Utc::now();
+    let items = run(ctx.ctx, move |e| e.segments(&q, now)).await?;
+    let values = items
+        .iter()
+        .map(|s| {
+            let (signals, counts) = summary_values(&s.summary)?;
+            let end = match (s.segment.end, &s.end_location) {
+                (Some(t), Some(l)) => signal_location(t, l)?,
+                _ => Value::Null,
+            };
+            Ok(FieldValue::value(object(vec![
+                (
+                    "start",
+                    signal_location(s.segment.start, &s.start_location)?,
+                ),
+                ("end", end),
+                (
+                    "duration",
+                    Value::Number(Number::from(s.segment.duration_seconds)),
+                ),
+                ("isOngoing", Value::Boolean(s.segment.is_ongoing)),
+                (
+                    "startedBeforeRange",
+                    Value::Boolean(s.segment.started_before_range),
+                ),
+                ("signals", signals),
+                ("eventCounts", counts),
+            ])))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(FieldValue::list(values)))
+}
+
+/// `dailyActivity` (§3.5).
+pub async fn daily_activity(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let subject = subject_of(&ctx.args)?;
+    require_vehicle(ctx.ctx, &subject)?;
+    auth::require_all_of(caller(ctx.ctx), &SEGMENT_PRIVILEGES)
+        .map_err(|e| errors::from_auth(&e))?;
+    let timezone = match ctx.args.get("timezone") {
+        Some(v) if !v.is_null() => Some(v.string()?.to_string()),
+        _ => None,
+    };
+    let q = DailyActivityQuery {
+        request: DailyActivityRequest {
+            subject,
+            from: to_ts(time_arg(&ctx.args, "from")?)?,
+            to: to_ts(time_arg(&ctx.args, "to")?)?,
+            mechanism: mechanism_arg(&ctx.args)?,
+            config: config_arg(&ctx.args)?,
+            timezone,
+        },
+        signal_requests: signal_requests_arg(&ctx.args)?,
+        event_names: event_names_arg(&ctx.args),
+    };
+    let now = chrono::Utc::now();
+    let days = run(ctx.ctx, move |e| e.daily_activity(&q, now)).await?;
+    let values = days
+        .iter()
+        .map(|d| {
+            let (signals, counts) = summary_values(&d.summary)?;
+            let count = i64::try_from(d.segment_count).unwrap_or(i64::MAX);
+            Ok(FieldValue::value(object(vec![
+                ("start", signal_location(d.day.start, &d.start_location)?),
+                ("end", signal_location(d.day.end, &d.end_location)?),
+                ("segmentCount", Value::Number(Number::from(count))),
+                ("duration", Value::Number(Number::from(d.duration_seconds))),
+                ("signals", signals),
+                ("eventCounts", counts),
+            ])))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(FieldValue::list(values)))
 }

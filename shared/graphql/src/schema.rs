@@ -327,6 +327,75 @@ pub fn register_shared(builder: SchemaBuilder) -> SchemaBuilder {
                 ("lastSeen", nn("Time")),
             ],
         ))
+        .register(enum_type(
+            "DetectionMechanism",
+            &[
+                "IGNITION_DETECTION",
+                "FREQUENCY_ANALYSIS",
+                "CHANGE_POINT_DETECTION",
+                "IDLING",
+                "REFUEL",
+                "RECHARGE",
+            ],
+        ))
+        .register(
+            InputObject::new("SegmentSignalRequest")
+                .field(InputValue::new("name", nn(TypeRef::STRING)))
+                .field(InputValue::new("agg", nn("FloatAggregation"))),
+        )
+        .register(
+            InputObject::new("SegmentEventRequest")
+                .field(InputValue::new("name", nn(TypeRef::STRING))),
+        )
+        .register(
+            InputObject::new("SegmentConfig")
+                .field(InputValue::new("maxGapSeconds", opt(TypeRef::INT)).default_value(300))
+                .field(
+                    InputValue::new("minSegmentDurationSeconds", opt(TypeRef::INT))
+                        .default_value(240),
+                )
+                .field(InputValue::new("signalCountThreshold", opt(TypeRef::INT)).default_value(10))
+                .field(InputValue::new("maxIdleRpm", opt(TypeRef::INT)).default_value(1000))
+                .field(InputValue::new("minIncreasePercent", opt(TypeRef::INT)).default_value(15)),
+        )
+        .register(value_object(
+            "SignalAggregationValue",
+            &[
+                ("name", nn(TypeRef::STRING)),
+                ("agg", nn(TypeRef::STRING)),
+                ("value", nn(TypeRef::FLOAT)),
+            ],
+        ))
+        .register(value_object(
+            "EventCount",
+            &[("name", nn(TypeRef::STRING)), ("count", nn(TypeRef::INT))],
+        ))
+        .register(value_object(
+            "Segment",
+            &[
+                ("start", nn("SignalLocation")),
+                ("end", opt("SignalLocation")),
+                ("duration", nn(TypeRef::INT)),
+                ("isOngoing", nn(TypeRef::BOOLEAN)),
+                ("startedBeforeRange", nn(TypeRef::BOOLEAN)),
+                ("signals", TypeRef::named_nn_list("SignalAggregationValue")),
+                ("eventCounts", TypeRef::named_nn_list("EventCount")),
+            ],
+        ))
+        .register(value_object(
+            "DailyActivity",
+            &[
+                ("start", opt("SignalLocation")),
+                ("end", opt("SignalLocation")),
+                ("segmentCount", nn(TypeRef::INT)),
+                ("duration", nn(TypeRef::INT)),
+                (
+                    "signals",
+                    TypeRef::named_nn_list_nn("SignalAggregationValue"),
+                ),
+                ("eventCounts", TypeRef::named_nn_list_nn("EventCount")),
+            ],
+        ))
         .register(signal_aggregations())
         .register(signal_collection())
 }
@@ -462,7 +531,30 @@ macro_rules! non_null_root {
     };
 }
 
-/// The dq dialect's root `Query` (§1.2; `segments`/`dailyActivity` are not served yet).
+/// The arguments and gates `segments` and `dailyActivity` share (§1.2).
+fn segment_args(field: Field) -> Field {
+    field
+        .argument(subject_arg())
+        .argument(InputValue::new("from", nn("Time")))
+        .argument(InputValue::new("to", nn("Time")))
+        .argument(InputValue::new("mechanism", nn("DetectionMechanism")))
+        .argument(InputValue::new("config", opt("SegmentConfig")))
+        .argument(InputValue::new(
+            "signalRequests",
+            TypeRef::named_nn_list("SegmentSignalRequest"),
+        ))
+        .argument(InputValue::new(
+            "eventRequests",
+            TypeRef::named_nn_list("SegmentEventRequest"),
+        ))
+        .directive(vehicle_token())
+        .directive(privilege_directive(
+            "requiresAllOfPrivileges",
+            &resolvers::SEGMENT_PRIVILEGES,
+        ))
+}
+
+/// The dq dialect's root `Query` (§1.2).
 fn dq_query() -> Object {
     let filter = || InputValue::new("filter", opt("SignalFilter"));
     let ce_filter = || InputValue::new("filter", opt("CloudEventFilter"));
@@ -549,6 +641,23 @@ fn dq_query() -> Object {
                 "requiresAllOfPrivileges",
                 &resolvers::EVENT_PRIVILEGES,
             )),
+        )
+        .field(
+            segment_args(Field::new(
+                "segments",
+                TypeRef::named_nn_list_nn("Segment"),
+                non_null_root!(resolvers::segments),
+            ))
+            .argument(InputValue::new("limit", opt(TypeRef::INT)).default_value(100))
+            .argument(InputValue::new("after", opt("Time"))),
+        )
+        .field(
+            segment_args(Field::new(
+                "dailyActivity",
+                TypeRef::named_nn_list_nn("DailyActivity"),
+                non_null_root!(resolvers::daily_activity),
+            ))
+            .argument(InputValue::new("timezone", opt(TypeRef::STRING))),
         )
         .field(
             Field::new(

@@ -14,13 +14,12 @@ use lake::Lake;
 
 use crate::feed::{read_chunk, Source};
 
-/// What the decoded tables must hold: every raw row resolved, non-voided, `Key()`-deduplicated,
-/// decoded, then one row per write key.
-pub fn expected(
+/// Every raw row of the lake, read in keyset order and resolved (extras, blobs, base64).
+pub fn all_raw_rows(
     rt: &tokio::runtime::Runtime,
     lake: &Lake,
     blobs: Option<&Arc<BlobStore>>,
-) -> (Vec<SignalRow>, Vec<EventRow>) {
+) -> crate::resolve::Resolved {
     let conn = lake.connect().unwrap();
     let rows = read_chunk(
         lake,
@@ -30,16 +29,25 @@ pub fn expected(
             to: Utc.timestamp_opt(4_000_000_000, 0).unwrap(),
         },
         None,
-        10_000_000,
+        100_000_000,
         usize::MAX,
     )
     .unwrap();
-    let resolved = rt
-        .block_on(crate::resolve::resolve(
-            rows.into_iter().map(|r| r.row).collect(),
-            blobs,
-        ))
-        .unwrap();
+    rt.block_on(crate::resolve::resolve(
+        rows.into_iter().map(|r| r.row).collect(),
+        blobs,
+    ))
+    .unwrap()
+}
+
+/// What the decoded tables must hold: every raw row resolved, non-voided, `Key()`-deduplicated,
+/// decoded, then one row per write key.
+pub fn expected(
+    rt: &tokio::runtime::Runtime,
+    lake: &Lake,
+    blobs: Option<&Arc<BlobStore>>,
+) -> (Vec<SignalRow>, Vec<EventRow>) {
+    let resolved = all_raw_rows(rt, lake, blobs);
     let events: Vec<RawEvent> = resolved
         .events
         .into_iter()

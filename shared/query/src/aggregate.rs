@@ -191,7 +191,7 @@ impl AggregateRequest {
     }
 }
 
-fn float_expr(agg: FloatAgg) -> &'static str {
+pub(crate) fn float_expr(agg: FloatAgg) -> &'static str {
     match agg {
         FloatAgg::Avg => "avg(value_number)",
         FloatAgg::Med => "median(value_number)",
@@ -213,7 +213,7 @@ fn string_expr(agg: StringAgg) -> &'static str {
     }
 }
 
-fn location_expr(agg: LocationAgg, col: &str) -> String {
+pub(crate) fn location_expr(agg: LocationAgg, col: &str) -> String {
     match agg {
         LocationAgg::Avg => format!("avg({col})"),
         LocationAgg::Rand => format!("arg_max({col}, rnd)"),
@@ -223,7 +223,7 @@ fn location_expr(agg: LocationAgg, col: &str) -> String {
 }
 
 /// `CASE WHEN kind/index … THEN <agg> … ELSE <default> END` for one output column.
-fn case_column(branches: &[(i64, usize, String)], default: &str) -> String {
+pub(crate) fn case_column(branches: &[(i64, usize, String)], default: &str) -> String {
     if branches.is_empty() {
         return default.to_string();
     }

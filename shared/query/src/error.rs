@@ -10,6 +10,10 @@ pub enum Error {
     /// The request is invalid; the text is the reason without the `invalid argument: ` prefix.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A segments / dailyActivity request is invalid: the text is the client's message as is
+    /// (no `invalid argument: ` prefix, dq-query.md §3.1).
+    #[error("{0}")]
+    BadRequest(String),
     /// DuckDB / DuckLake failed; the text (already redacted) is for logs, not clients.
     #[error("{context}: {message}")]
     Database {

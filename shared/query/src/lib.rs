@@ -13,10 +13,13 @@
 //! - [`aggregate`]: the `signals` aggregation (one SQL statement per request for every alias).
 //! - [`latest`]: latest values, available signals, summaries, snapshot rows.
 //! - [`events`]: the `events` list and event summaries.
+//! - [`activity`]: `segments` / `dailyActivity` — the DuckDB [`segments::SignalSource`],
+//!   ranges aggregation (§2.6), ranges event counts, batched LocationsAt (§2.10).
 //! - [`filter`]: float / location / string / tags filters rendered to SQL.
 //! - [`interval`]: Go-duration parsing for `interval`.
 #![warn(missing_docs)]
 
+pub mod activity;
 pub mod aggregate;
 pub mod error;
 pub mod events;
@@ -24,13 +27,16 @@ pub mod filter;
 pub mod interval;
 pub mod latest;
 
+/// The pure detectors and request types of `segments` / `dailyActivity`, re-exported for the
+/// GraphQL layer.
+pub use ::segments;
 pub use error::{Error, Result};
 
 use dq_cloudevent::{eip55, subject_bucket, EthrDid};
 use lake::duckdb::{self, Connection};
 use lake::{Lake, Redactor};
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Idle connections kept for reuse (DUCKDB_MAX_CONNS default).
@@ -56,6 +62,8 @@ pub struct Engine {
     // Positive-only caches: a table that exists keeps existing.
     has_signals_rollup: AtomicBool,
     has_events_rollup: AtomicBool,
+    // Pooled-connection reads run so far (one SQL statement each on the segments paths).
+    reads: AtomicU64,
     // Last: pooled connections close before the database they clone.
     source: Source,
 }
@@ -95,6 +103,7 @@ impl Engine {
             redactor,
             has_signals_rollup: AtomicBool::new(false),
             has_events_rollup: AtomicBool::new(false),
+            reads: AtomicU64::new(0),
             source,
         }
     }
@@ -143,6 +152,7 @@ impl Engine {
         context: &str,
         f: impl FnOnce(&Connection) -> duckdb::Result<T>,
     ) -> Result<T> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
         let pooled = self
             .pool
             .lock()
@@ -158,6 +168,13 @@ impl Engine {
             pool.push(conn);
         }
         result
+    }
+
+    /// How many reads (pooled-connection calls) this engine has run. Every read of the
+    /// [`activity`] paths is exactly one SQL statement, so differences of this counter count
+    /// statements (dq-query.md §3, acceptance: O(1) statements per request).
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
     }
 
     /// The readiness probe (dq-query.md §6.4): `SELECT 1 FROM lake.signals LIMIT 0`.

@@ -3,8 +3,8 @@
 //! of `dailyActivity` (§3.5: IANA time zone, DST-safe calendar days, per-day overlap).
 //!
 //! Detectors are pure algorithms over the narrow reads of a [`SignalSource`]; the DuckDB
-//! implementation of that trait lives with the lake crate and must run the SQL documented on each
-//! trait method. [`reference`](mod@reference) holds executable definitions of those reads and [`memory`] an
+//! implementation of that trait is `query::activity::LakeSource` (crate dq-query); it runs
+//! the SQL documented on each trait method. [`reference`](mod@reference) holds executable definitions of those reads and [`memory`] an
 //! in-memory source built on them, usable as a conformance oracle for the SQL implementation.
 //!
 //! This crate owns no SQL, no GraphQL types and no I/O. It does not compute segment or day

@@ -7,6 +7,7 @@
 //! - `authn.rs`: acceptance 4 (token rejections, per-field privilege errors).
 //! - `cloud_events.rs`: cloudEvents / latestCloudEvent / availableCloudEventTypes.
 //! - `routes.rs`: routes, limits, error shapes, null vs empty.
+//! - `segments.rs`: `segments` / `dailyActivity` (pages, summaries, validation, time zones).
 
 mod aggregations;
 mod authn;
@@ -14,6 +15,7 @@ mod cloud_events;
 mod routes;
 mod ruptela;
 mod sdl;
+mod segments;
 
 use auth::dev::{DevClaims, DevSigner};
 use auth::Permission;
@@ -132,7 +134,8 @@ pub async fn fixture_full(
         payloads: fetch::Payloads::new(None),
         store: None,
         links: identity_url.map(|u| {
-            Arc::new(graphql::cloud_events::IdentityApi::new(u)) as Arc<dyn auth::DeviceLinks>
+            Arc::new(auth::remote::IdentityApi::new(reqwest::Client::new(), u))
+                as Arc<dyn auth::DeviceLinks>
         }),
     });
     Fixture {

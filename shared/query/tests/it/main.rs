@@ -2,6 +2,8 @@
 //! answers equal values computed here in Rust from the stored rows (dedup done in Rust), and
 //! the rollup path equals the base-scan recompute.
 
+mod activity;
+
 use chrono::{DateTime, Duration, Utc};
 use lake::testing::{Backend, TestLake};
 use query::aggregate::{AggregateRequest, FloatAgg, FloatRequest, StringAgg, StringRequest};

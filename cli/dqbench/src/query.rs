@@ -1,0 +1,1139 @@
+//! `bench-query` (issue 5 acceptance 6, issue 7 acceptance 4): read latency of the served query
+//! paths over a seeded, materialized fleet, on the file catalog and on PostgreSQL:
+//! - `signals`: one vehicle, hourly `AVG(speed)` over the last 7 days, and over the whole horizon
+//!   (the month);
+//! - `signalsLatest`: one vehicle's latest values (`lastSeen`, speed, coordinates);
+//! - FetchService `ListCloudEvents` (100 events, one vehicle, one day) and `GetLatestCloudEvent`;
+//! - the engine floor beside them: `SELECT 1 FROM lake.signals LIMIT 0` (catalog and snapshot
+//!   lookup, no data read).
+//!
+//! Each runs through the real served path — the GraphQL router behind `axum::serve` over
+//! HTTP/1.1 (a `reqwest` client, a real token), FetchService behind tonic over HTTP/2 (a tonic
+//! client, a real token) — and as the bare read on the same lake (`query::Engine` for the
+//! signal reads, `fetch::Reader` + `fetch::Payloads` for the cloud events: the same SQL with no
+//! HTTP, GraphQL, gRPC or auth around it). Before anything is timed, every served answer is
+//! compared with the bare answer; a mismatch fails the run.
+//!
+//! "Cold" is the first request on a freshly opened DuckDB instance (new lake attach, new
+//! GraphQL state or FetchService, new server; the client's connection is opened beforehand);
+//! "warm" are the requests after a warm-up on the last of those instances. Only one DuckDB
+//! instance is open at a time.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, ensure, Context};
+use auth::dev::{DevClaims, DevSigner};
+use auth::{GrpcAuthenticator, Permission};
+use chrono::{DateTime, Utc};
+use fleet::{Fleet, FleetConfig};
+use lake::testing::{Backend, TestLake};
+use materialize::Materializer;
+use proto::grpc::fetch_service_client::FetchServiceClient;
+use proto::grpc::{GetLatestCloudEventRequest, ListCloudEventsRequest, SearchOptions};
+use query::aggregate::{AggregateRequest, FloatAgg, FloatRequest};
+use serde_json::Value;
+use sim::{SeedOptions, Writer};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::transport::Channel;
+
+use crate::report;
+
+/// Options of the query case.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Vehicles in the fleet.
+    #[arg(long, default_value_t = 200)]
+    vehicles: u32,
+    /// Days of fleet time (the "month" query spans all of them).
+    #[arg(long, default_value_t = 30)]
+    days: u32,
+    /// Status payloads per minute while a vehicle drives.
+    #[arg(long, default_value_t = 3)]
+    signals_per_minute: u32,
+    /// Catalogs to run on: file, postgres.
+    #[arg(long, value_delimiter = ',', default_value = "file,postgres")]
+    catalogs: Vec<String>,
+    /// Timed warm requests per case and path.
+    #[arg(long, default_value_t = 200)]
+    iterations: usize,
+    /// Untimed requests before the warm ones.
+    #[arg(long, default_value_t = 20)]
+    warmup: usize,
+    /// Cold samples per case and path (each on a freshly opened DuckDB instance).
+    #[arg(long, default_value_t = 5)]
+    cold_runs: usize,
+    /// Print the section but leave BENCHMARKS.md alone (smoke runs).
+    #[arg(long)]
+    no_write: bool,
+}
+
+/// Hourly buckets.
+const HOUR_US: i64 = 3_600_000_000;
+const DAY_US: i64 = 24 * HOUR_US;
+/// `ListCloudEvents` page size.
+const LIST_LIMIT: i32 = 100;
+/// The vehicle queried (index in the fleet).
+const VEHICLE_INDEX: usize = 0;
+/// The signal the aggregations read.
+const SIGNAL: &str = "speed";
+/// The JWT issuer of the development signer.
+const ISSUER: &str = "https://bench.dq.local";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Case {
+    Week,
+    Month,
+    Latest,
+    ListEvents,
+    LatestEvent,
+    /// The engine's per-statement floor: `SELECT 1 FROM lake.signals LIMIT 0` (catalog lookup
+    /// and snapshot resolution, no data read), bare only.
+    Probe,
+}
+
+impl Case {
+    const ALL: [Case; 6] = [
+        Case::Week,
+        Case::Month,
+        Case::Latest,
+        Case::ListEvents,
+        Case::LatestEvent,
+        Case::Probe,
+    ];
+
+    /// The served path of the case (`None`: bare only).
+    fn served(self) -> Option<Path> {
+        match self {
+            Case::Week | Case::Month | Case::Latest => Some(Path::Graphql),
+            Case::ListEvents | Case::LatestEvent => Some(Path::Grpc),
+            Case::Probe => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Case::Week => "signals 7 days",
+            Case::Month => "signals month",
+            Case::Latest => "signalsLatest",
+            Case::ListEvents => "ListCloudEvents",
+            Case::LatestEvent => "GetLatestCloudEvent",
+            Case::Probe => "engine floor",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Graphql,
+    Grpc,
+    Sql,
+}
+
+impl Path {
+    fn label(self) -> &'static str {
+        match self {
+            Path::Graphql => "GraphQL HTTP",
+            Path::Grpc => "FetchService gRPC",
+            Path::Sql => "bare SQL",
+        }
+    }
+}
+
+/// What every query asks about.
+struct Target {
+    subject: String,
+    vendor: &'static str,
+    /// The last 7 days of the horizon (the whole horizon when shorter), µs.
+    week: (i64, i64),
+    /// The whole horizon, µs.
+    month: (i64, i64),
+    /// The vehicle's busiest UTC day, µs.
+    day: (i64, i64),
+}
+
+impl Target {
+    fn window(&self, case: Case) -> (i64, i64) {
+        match case {
+            Case::Month => self.month,
+            _ => self.week,
+        }
+    }
+}
+
+/// A normalized answer, comparable across paths.
+#[derive(Debug, Clone, PartialEq)]
+enum Answer {
+    /// (bucket start µs, AVG(speed)).
+    Buckets(Vec<(i64, Option<f64>)>),
+    /// lastSeen, speed (ts, value), coordinates (ts, lat, lon).
+    Latest {
+        last_seen: Option<i64>,
+        speed: Option<(i64, f64)>,
+        location: Option<(i64, f64, f64)>,
+    },
+    /// (id, type, data, data_base64) in order.
+    Events(Vec<(String, String, Vec<u8>, String)>),
+    /// The floor statement ran.
+    Probe,
+}
+
+impl Answer {
+    fn size(&self) -> String {
+        match self {
+            Answer::Buckets(b) => format!("{} buckets", b.len()),
+            Answer::Latest { .. } => "3 fields".into(),
+            Answer::Events(e) if e.len() == 1 => "1 event".into(),
+            Answer::Events(e) => format!("{} events", e.len()),
+            Answer::Probe => "no rows".into(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Answer::Buckets(b) => b.is_empty(),
+            Answer::Latest { speed, .. } => speed.is_none(),
+            Answer::Events(e) => e.is_empty(),
+            Answer::Probe => false,
+        }
+    }
+
+    /// Equal up to float summation order (DuckDB may aggregate in parallel).
+    fn matches(&self, other: &Answer) -> bool {
+        fn close(a: f64, b: f64) -> bool {
+            (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+        }
+        match (self, other) {
+            (Answer::Buckets(a), Answer::Buckets(b)) => {
+                a.len() == b.len()
+                    && a.iter().zip(b).all(|((ta, va), (tb, vb))| {
+                        ta == tb
+                            && match (va, vb) {
+                                (Some(x), Some(y)) => close(*x, *y),
+                                (None, None) => true,
+                                _ => false,
+                            }
+                    })
+            }
+            (
+                Answer::Latest {
+                    last_seen: la,
+                    speed: sa,
+                    location: pa,
+                },
+                Answer::Latest {
+                    last_seen: lb,
+                    speed: sb,
+                    location: pb,
+                },
+            ) => {
+                la == lb
+                    && match (sa, sb) {
+                        (Some((ta, va)), Some((tb, vb))) => ta == tb && close(*va, *vb),
+                        (None, None) => true,
+                        _ => false,
+                    }
+                    && match (pa, pb) {
+                        (Some((ta, xa, ya)), Some((tb, xb, yb))) => {
+                            ta == tb && close(*xa, *xb) && close(*ya, *yb)
+                        }
+                        (None, None) => true,
+                        _ => false,
+                    }
+            }
+            (Answer::Events(a), Answer::Events(b)) => a == b,
+            (Answer::Probe, Answer::Probe) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Latency samples of one case on one path.
+struct Timing {
+    case: Case,
+    path: Path,
+    answer: String,
+    open: Vec<Duration>,
+    cold: Vec<Duration>,
+    warm: Vec<Duration>,
+}
+
+struct CatalogFigures {
+    catalog: &'static str,
+    raw_rows: u64,
+    signal_rows: u64,
+    event_rows: u64,
+    vehicle_signal_rows: i64,
+    vehicle: String,
+    events_day: String,
+    seed: Duration,
+    materialize: Duration,
+    timings: Vec<Timing>,
+}
+
+/// Nearest-rank percentile of `samples` in ms.
+fn percentile(samples: &[Duration], p: f64) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    ms.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * ms.len() as f64).ceil() as usize;
+    ms[rank.clamp(1, ms.len()) - 1]
+}
+
+fn ms(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// The 7-day goal of issue 5 (warm p50), by catalog.
+fn goal_ms(case: Case, catalog: &str) -> Option<f64> {
+    match (case, catalog) {
+        (Case::Week, "file") => Some(2.0),
+        (Case::Week, "postgres") => Some(10.0),
+        _ => None,
+    }
+}
+
+/// Runs the case on every requested catalog and rewrites the `bench-query` section.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    ensure!(args.cold_runs >= 1, "--cold-runs must be at least 1");
+    ensure!(args.iterations >= 1, "--iterations must be at least 1");
+    let fleet = FleetConfig {
+        vehicles: args.vehicles,
+        days: args.days,
+        signals_per_minute: args.signals_per_minute,
+        ..FleetConfig::default()
+    };
+    let signer = DevSigner::generate(ISSUER).map_err(|e| anyhow!("dev signer: {e}"))?;
+    let mut figures = Vec::new();
+    for name in &args.catalogs {
+        let backend = match name.as_str() {
+            "file" => Backend::File,
+            "postgres" => Backend::Postgres,
+            other => bail!("unknown catalog `{other}` (file, postgres)"),
+        };
+        figures.push(catalog_run(backend, &fleet, args, &signer)?);
+    }
+    let body = render(&fleet, args, &figures);
+    print!("{body}");
+    if args.no_write {
+        eprintln!("--no-write: BENCHMARKS.md left as is");
+    } else {
+        report::update_section(&report::benchmarks_md(), "bench-query", &body)?;
+        println!("updated {}", report::benchmarks_md().display());
+    }
+    Ok(())
+}
+
+fn render(fleet: &FleetConfig, args: &Args, figures: &[CatalogFigures]) -> String {
+    let mut out = String::from("## Query latency\n\n");
+    out.push_str(&format!(
+        "`make bench-query`: a {}-vehicle × {}-day fleet at {} status payloads/min while driving, \
+         seeded by the din simulator (1-hour bundles) and drained by the materializer, then queried \
+         for one vehicle. Each case runs through the served path — GraphQL `/query` behind \
+         `axum::serve` over HTTP/1.1 keep-alive with a real RS256 token, or FetchService behind \
+         tonic over HTTP/2 with a real token — and as the bare read on the same lake \
+         (`query::Engine` for the signal reads, `fetch::Reader` + `fetch::Payloads` for cloud \
+         events: the same SQL without HTTP, GraphQL, gRPC or auth), so the serving overhead shows \
+         beside it; every served answer is checked equal to the bare answer before timing. Cold = \
+         the first request on a freshly opened DuckDB instance (new lake attach, new GraphQL state \
+         or FetchService and server; the client connection is opened first, the OS page cache is \
+         not dropped), {} samples, each its own instance; \"open\" is the time to build that \
+         instance. Warm = {} requests after {} warm-up requests on one instance, sequential, \
+         client and server in one process on the same cores; percentiles are nearest-rank. \
+         FetchService is served on the real router (`fetch::server::router`) with TCP_NODELAY on \
+         the accepted sockets, unlike `fetch::server::serve`, whose Nagle delay adds ~40 ms to \
+         every call. Goal (issue 5): the 7-day query at warm p50 ≤ 2 ms on the file catalog and \
+         ≤ 10 ms on PostgreSQL.\n\nDataset:\n",
+        fleet.vehicles,
+        fleet.days,
+        fleet.signals_per_minute,
+        args.cold_runs,
+        args.iterations,
+        args.warmup,
+    ));
+    for f in figures {
+        out.push_str(&format!(
+            "- {}: {} raw events → {} signal rows and {} event rows (seeded in {:.0} s, \
+             materialized in {:.0} s); queried vehicle `{}` with {} signal rows, \
+             `ListCloudEvents` day {}.\n",
+            f.catalog,
+            f.raw_rows,
+            f.signal_rows,
+            f.event_rows,
+            f.seed.as_secs_f64(),
+            f.materialize.as_secs_f64(),
+            f.vehicle,
+            f.vehicle_signal_rows,
+            f.events_day,
+        ));
+    }
+    out.push_str(&format!("\nMeasured on {}.\n", report::machine()));
+    let titles = [
+        (
+            Case::Week,
+            format!(
+                "`signals`: one vehicle, the last {} days, `speed(agg: AVG)`, interval `1h`",
+                fleet.days.min(7)
+            ),
+        ),
+        (
+            Case::Month,
+            format!(
+                "`signals`: one vehicle, the whole {}-day horizon, `speed(agg: AVG)`, interval `1h`",
+                fleet.days
+            ),
+        ),
+        (
+            Case::Latest,
+            "`signalsLatest`: one vehicle, `lastSeen`, `speed`, `currentLocationCoordinates`".into(),
+        ),
+        (
+            Case::ListEvents,
+            "FetchService `ListCloudEvents`: one vehicle, its busiest day, limit 100".into(),
+        ),
+        (
+            Case::LatestEvent,
+            "FetchService `GetLatestCloudEvent`: one vehicle, no other filter".into(),
+        ),
+        (
+            Case::Probe,
+            "Engine floor: `SELECT 1 FROM lake.signals LIMIT 0` on the same engine (catalog and \
+             snapshot lookup, no data read)"
+                .into(),
+        ),
+    ];
+    for (case, title) in titles {
+        out.push_str(&format!(
+            "\n### {title}\n\n| catalog | path | answer | open ms | cold p50 ms | cold p95 ms | warm p50 ms | warm p95 ms | warm p99 ms | goal (warm p50) |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|\n"
+        ));
+        for f in figures {
+            for t in f.timings.iter().filter(|t| t.case == case) {
+                let p50 = percentile(&t.warm, 50.0);
+                let goal = match goal_ms(case, f.catalog) {
+                    Some(g) => format!("≤ {g} ms: {}", if p50 <= g { "met" } else { "missed" }),
+                    None => "—".into(),
+                };
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    f.catalog,
+                    t.path.label(),
+                    t.answer,
+                    ms(percentile(&t.open, 50.0)),
+                    ms(percentile(&t.cold, 50.0)),
+                    ms(percentile(&t.cold, 95.0)),
+                    ms(p50),
+                    ms(percentile(&t.warm, 95.0)),
+                    ms(percentile(&t.warm, 99.0)),
+                    goal,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Seeds and materializes the fleet once on `backend`, then times every case on it.
+fn catalog_run(
+    backend: Backend,
+    fleet: &FleetConfig,
+    args: &Args,
+    signer: &DevSigner,
+) -> anyhow::Result<CatalogFigures> {
+    let catalog = match backend {
+        Backend::File => "file",
+        Backend::Postgres => "postgres",
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut t = TestLake::new(backend);
+    // All cores and DuckDB's own memory default, as in production.
+    t.config.threads = None;
+    t.config.memory_limit = None;
+
+    let built = Fleet::new(fleet.clone())?;
+    let total = built.estimated_events();
+    eprintln!(
+        "[{catalog}] seeding {} vehicles × {} days × {}/min (~{total} events) …",
+        fleet.vehicles, fleet.days, fleet.signals_per_minute
+    );
+    let started = Instant::now();
+    let seeded = {
+        let lake = t.open()?;
+        lake::raw::ensure(&lake)?;
+        lake::progress::ensure(&lake)?;
+        let opts = SeedOptions {
+            fleet: fleet.clone(),
+            ..SeedOptions::default()
+        };
+        let mut next_report = 0u64;
+        rt.block_on(sim::seed(&Writer::new(&lake, None), &opts, |done| {
+            if done >= next_report {
+                eprintln!("[{catalog}]   {done} / ~{total} events");
+                next_report = done + total / 10;
+            }
+        }))?
+    };
+    let seed = started.elapsed();
+    eprintln!(
+        "[{catalog}] seeded {} raw rows in {:.1}s; materializing …",
+        seeded.rows,
+        seed.as_secs_f64()
+    );
+
+    let started = Instant::now();
+    let (mut raw_rows, mut signal_rows, mut event_rows) = (0, 0, 0);
+    {
+        let m = Materializer::builder(t.open()?).emf(false).build()?;
+        loop {
+            let run = rt.block_on(m.drain(None, None))?;
+            raw_rows += run.counts.raw_rows;
+            signal_rows += run.counts.signal_rows;
+            event_rows += run.counts.event_rows;
+            if run.caught_up {
+                break;
+            }
+        }
+    }
+    let materialize = started.elapsed();
+    ensure!(
+        raw_rows == seeded.rows,
+        "materializer read {raw_rows} raw rows, the simulator wrote {}",
+        seeded.rows
+    );
+    eprintln!(
+        "[{catalog}] materialized {raw_rows} raw rows → {signal_rows} signal rows in {:.1}s",
+        materialize.as_secs_f64()
+    );
+
+    let (target, vehicle_signal_rows) = target(&t, &built)?;
+    eprintln!(
+        "[{catalog}] vehicle {} ({}, {vehicle_signal_rows} signal rows); events day {}",
+        target.subject,
+        target.vendor,
+        events_day(&target)
+    );
+    let bench = Bench {
+        t: &t,
+        target: &target,
+        signer,
+        graphql_token: signer
+            .mint(&DevClaims::vehicle(
+                &target.subject,
+                &[
+                    Permission::GetNonLocationHistory,
+                    Permission::GetLocationHistory,
+                    Permission::GetApproximateLocation,
+                ],
+            ))
+            .map_err(|e| anyhow!("mint: {e}"))?,
+        grpc_bearer: format!(
+            "Bearer {}",
+            signer
+                .mint(&DevClaims::vehicle(
+                    &target.subject,
+                    &[Permission::GetRawData]
+                ))
+                .map_err(|e| anyhow!("mint: {e}"))?
+        ),
+    };
+
+    let timings = rt.block_on(async {
+        bench.verify(catalog).await?;
+        let mut timings = Vec::new();
+        for case in Case::ALL {
+            for path in case.served().into_iter().chain([Path::Sql]) {
+                timings.push(bench.time(catalog, case, path, args).await?);
+            }
+        }
+        anyhow::Ok(timings)
+    })?;
+    drop(bench);
+    drop(t);
+    Ok(CatalogFigures {
+        catalog,
+        raw_rows,
+        signal_rows,
+        event_rows,
+        vehicle_signal_rows,
+        vehicle: format!("{} ({})", target.subject, target.vendor),
+        events_day: events_day(&target),
+        seed,
+        materialize,
+        timings,
+    })
+}
+
+fn events_day(target: &Target) -> String {
+    DateTime::<Utc>::from_timestamp_micros(target.day.0)
+        .unwrap_or_default()
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+/// The queried vehicle, its windows and its busiest day.
+fn target(t: &TestLake, fleet: &Fleet) -> anyhow::Result<(Target, i64)> {
+    let info = fleet
+        .vehicles()
+        .get(VEHICLE_INDEX)
+        .context("the fleet has no vehicles")?;
+    let (start, end) = (
+        fleet.start().timestamp_micros(),
+        fleet.end().timestamp_micros(),
+    );
+    let week_from = (end - 7 * DAY_US).max(start);
+    let lake = t.open()?;
+    let conn = lake.connect()?;
+    let vehicle_rows: i64 = conn.query_row(
+        "SELECT count(*) FROM lake.signals WHERE subject = ?",
+        [&info.subject],
+        |r| r.get(0),
+    )?;
+    let day: i64 = conn
+        .query_row(
+            &format!(
+                "SELECT (epoch_us(\"time\") // {DAY_US}) * {DAY_US} AS d FROM lake.raw_events \
+                 WHERE subject = ? GROUP BY d ORDER BY count(*) DESC, d LIMIT 1"
+            ),
+            [&info.subject],
+            |r| r.get(0),
+        )
+        .context("the queried vehicle's busiest day")?;
+    Ok((
+        Target {
+            subject: info.subject.clone(),
+            vendor: info.vendor.name(),
+            week: (week_from, end),
+            month: (start, end),
+            day: (day, day + DAY_US),
+        },
+        vehicle_rows,
+    ))
+}
+
+struct Bench<'a> {
+    t: &'a TestLake,
+    target: &'a Target,
+    signer: &'a DevSigner,
+    graphql_token: String,
+    grpc_bearer: String,
+}
+
+/// One opened read path: its own DuckDB instance (and server and client when served).
+enum Instance {
+    Graphql {
+        client: reqwest::Client,
+        url: String,
+        server: Server,
+    },
+    Grpc {
+        client: FetchServiceClient<Channel>,
+        server: Server,
+    },
+    Sql {
+        engine: query::Engine,
+        db: Arc<fetch::Db>,
+        payloads: fetch::Payloads,
+    },
+}
+
+/// A local server task and its shutdown signal.
+struct Server {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl Server {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let abort = self.task.abort_handle();
+        if tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .is_err()
+        {
+            abort.abort();
+        }
+    }
+}
+
+impl Bench<'_> {
+    /// Opens a fresh instance of `path` (a new DuckDB instance on the lake).
+    async fn open(&self, path: Path) -> anyhow::Result<Instance> {
+        let lake = self.t.open()?;
+        let validator = || {
+            self.signer
+                .validator()
+                .map_err(|e| anyhow!("validator: {e}"))
+        };
+        let listener = || tokio::net::TcpListener::bind("127.0.0.1:0");
+        Ok(match path {
+            Path::Sql => {
+                let (engine, db) = graphql::http::share_lake(lake)?;
+                Instance::Sql {
+                    engine,
+                    db,
+                    payloads: fetch::Payloads::new(None),
+                }
+            }
+            Path::Graphql => {
+                let (engine, db) = graphql::http::share_lake(lake)?;
+                let schema = graphql::schema::build().map_err(|e| anyhow!("schema: {e}"))?;
+                let state = graphql::AppState::new(
+                    schema,
+                    Arc::new(engine),
+                    Some(validator()?),
+                    graphql::Limits::default(),
+                )
+                .with_cloud_events(graphql::cloud_events::CloudEvents {
+                    db,
+                    payloads: fetch::Payloads::new(None),
+                    store: None,
+                    links: None,
+                });
+                let listener = listener().await?;
+                let addr = listener.local_addr()?;
+                let (stop, stopped) = oneshot::channel::<()>();
+                let app = graphql::router(Arc::new(state));
+                let task = tokio::spawn(async move {
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(async {
+                            let _ = stopped.await;
+                        })
+                        .await;
+                });
+                let client = reqwest::Client::builder()
+                    .pool_max_idle_per_host(1)
+                    .build()?;
+                // Opens the keep-alive connection (the playground route touches no engine).
+                client
+                    .get(format!("http://{addr}/"))
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
+                Instance::Graphql {
+                    client,
+                    url: format!("http://{addr}/query"),
+                    server: Server { stop, task },
+                }
+            }
+            Path::Grpc => {
+                let db = Arc::new(fetch::Db::new(lake));
+                let api = fetch::FetchApi::new(
+                    db,
+                    fetch::Payloads::new(None),
+                    GrpcAuthenticator::new(Some(validator()?), false),
+                );
+                let listener = listener().await?;
+                let addr = listener.local_addr()?;
+                let (stop, stopped) = oneshot::channel::<()>();
+                let router = fetch::server::router(api);
+                // As `fetch::server::serve` (HTTP/2 and HTTP/1.1 on the same router), but with
+                // TCP_NODELAY on the accepted sockets: `serve` leaves Nagle on, which holds each
+                // response's trailers back until the client's delayed ACK (~40 ms a call).
+                let incoming =
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+                let task = tokio::spawn(async move {
+                    let _ = tonic::transport::Server::builder()
+                        .accept_http1(true)
+                        .add_routes(tonic::service::Routes::from(router))
+                        .serve_with_incoming_shutdown(incoming, async {
+                            let _ = stopped.await;
+                        })
+                        .await;
+                });
+                let client = FetchServiceClient::connect(format!("http://{addr}"))
+                    .await?
+                    .max_decoding_message_size(fetch::server::MAX_MESSAGE_BYTES);
+                Instance::Grpc {
+                    client,
+                    server: Server { stop, task },
+                }
+            }
+        })
+    }
+
+    /// The GraphQL document of `case`.
+    fn document(&self, case: Case) -> String {
+        let s = &self.target.subject;
+        match case {
+            Case::Latest => format!(
+                "{{ signalsLatest(subject: \"{s}\") {{ lastSeen {SIGNAL} {{ timestamp value }} \
+                 currentLocationCoordinates {{ timestamp value {{ latitude longitude hdop }} }} }} }}"
+            ),
+            _ => {
+                let (from, to) = self.target.window(case);
+                format!(
+                    "{{ signals(subject: \"{s}\", interval: \"1h\", from: \"{}\", to: \"{}\") \
+                     {{ timestamp {SIGNAL}(agg: AVG) }} }}",
+                    graphql::scalars::format_time_us(from),
+                    graphql::scalars::format_time_us(to),
+                )
+            }
+        }
+    }
+
+    fn search_options(&self, case: Case) -> SearchOptions {
+        let ts = |us: i64| prost_types::Timestamp {
+            seconds: us.div_euclid(1_000_000),
+            nanos: (us.rem_euclid(1_000_000) * 1000) as i32,
+        };
+        match case {
+            // Bounds are strict: one µs before midnight keeps events stamped at midnight.
+            Case::ListEvents => SearchOptions {
+                subject: Some(self.target.subject.clone()),
+                after: Some(ts(self.target.day.0 - 1)),
+                before: Some(ts(self.target.day.1)),
+                ..SearchOptions::default()
+            },
+            _ => SearchOptions {
+                subject: Some(self.target.subject.clone()),
+                ..SearchOptions::default()
+            },
+        }
+    }
+
+    fn filter(&self, case: Case) -> fetch::Filter {
+        let at = |us: i64| DateTime::<Utc>::from_timestamp_micros(us);
+        let subject = fetch::StringFilter::eq(self.target.subject.clone());
+        match case {
+            Case::ListEvents => fetch::Filter {
+                after: at(self.target.day.0 - 1),
+                before: at(self.target.day.1),
+                subject,
+                ..fetch::Filter::default()
+            },
+            _ => fetch::Filter {
+                subject,
+                ..fetch::Filter::default()
+            },
+        }
+    }
+
+    /// One request of `case` on `inst`: its latency (request out → full response in) and the
+    /// normalized answer (parsed after the clock stops).
+    async fn request(&self, inst: &mut Instance, case: Case) -> anyhow::Result<(Duration, Answer)> {
+        match inst {
+            Instance::Graphql { client, url, .. } => {
+                let body = serde_json::json!({ "query": self.document(case) }).to_string();
+                let started = Instant::now();
+                let resp = client
+                    .post(url.as_str())
+                    .bearer_auth(&self.graphql_token)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await?;
+                let status = resp.status();
+                let bytes = resp.bytes().await?;
+                let took = started.elapsed();
+                let json: Value = serde_json::from_slice(&bytes).with_context(|| {
+                    format!("GraphQL answer: {}", String::from_utf8_lossy(&bytes))
+                })?;
+                ensure!(
+                    status.is_success() && json.get("errors").is_none(),
+                    "GraphQL {case:?} failed: HTTP {status}: {json}"
+                );
+                Ok((took, graphql_answer(case, &json["data"])?))
+            }
+            Instance::Grpc { client, .. } => {
+                let bearer: tonic::metadata::MetadataValue<_> = self.grpc_bearer.parse()?;
+                let options = Some(self.search_options(case));
+                let started = Instant::now();
+                let events = if case == Case::ListEvents {
+                    let mut req = tonic::Request::new(ListCloudEventsRequest {
+                        options,
+                        limit: LIST_LIMIT,
+                        advanced_options: None,
+                    });
+                    req.metadata_mut().insert("authorization", bearer);
+                    client
+                        .list_cloud_events(req)
+                        .await?
+                        .into_inner()
+                        .cloud_events
+                } else {
+                    let mut req = tonic::Request::new(GetLatestCloudEventRequest {
+                        options,
+                        advanced_options: None,
+                    });
+                    req.metadata_mut().insert("authorization", bearer);
+                    let event = client.get_latest_cloud_event(req).await?.into_inner();
+                    event.cloud_event.into_iter().collect()
+                };
+                let took = started.elapsed();
+                let events = events
+                    .into_iter()
+                    .map(|e| {
+                        let h = e.header.unwrap_or_default();
+                        (h.id, h.r#type, e.data, e.data_base64)
+                    })
+                    .collect();
+                Ok((took, Answer::Events(events)))
+            }
+            Instance::Sql {
+                engine,
+                db,
+                payloads,
+            } => {
+                let started = Instant::now();
+                let answer = match case {
+                    Case::Week | Case::Month => {
+                        let (from_us, to_us) = self.target.window(case);
+                        let buckets = engine.aggregate(&AggregateRequest {
+                            subject: self.target.subject.clone(),
+                            source: None,
+                            interval_us: HOUR_US,
+                            from_us,
+                            to_us,
+                            floats: vec![FloatRequest {
+                                name: SIGNAL.into(),
+                                agg: FloatAgg::Avg,
+                                filter: None,
+                            }],
+                            ..AggregateRequest::default()
+                        })?;
+                        Answer::Buckets(
+                            buckets
+                                .into_iter()
+                                .map(|b| (b.timestamp_us, b.floats.get(&0).copied()))
+                                .collect(),
+                        )
+                    }
+                    Case::Latest => {
+                        let rows = engine.latest_rows(&self.target.subject, None, None)?;
+                        let row = |name: &str| rows.iter().find(|r| r.name == name);
+                        Answer::Latest {
+                            last_seen: query::latest::last_seen(&rows),
+                            speed: row(SIGNAL).map(|r| (r.timestamp_us, r.value_number)),
+                            location: row(graphql::schema::COORDINATES)
+                                .map(|r| (r.loc_ts_us, r.location.latitude, r.location.longitude)),
+                        }
+                    }
+                    Case::Probe => {
+                        engine.probe()?;
+                        Answer::Probe
+                    }
+                    Case::ListEvents | Case::LatestEvent => {
+                        let filter = self.filter(case);
+                        let indexes = if case == Case::ListEvents {
+                            db.read(move |r| r.search(&filter, LIST_LIMIT as usize))
+                                .await?
+                        } else {
+                            vec![db.read(move |r| r.latest(&filter)).await?]
+                        };
+                        let events = payloads.resolve(db, &indexes).await?;
+                        Answer::Events(
+                            events
+                                .into_iter()
+                                .map(|e| (e.header.id, e.header.event_type, e.data, e.data_base64))
+                                .collect(),
+                        )
+                    }
+                };
+                Ok((started.elapsed(), answer))
+            }
+        }
+    }
+
+    async fn close(inst: Instance) {
+        match inst {
+            Instance::Graphql { client, server, .. } => {
+                drop(client);
+                server.stop().await;
+            }
+            Instance::Grpc { client, server } => {
+                drop(client);
+                server.stop().await;
+            }
+            Instance::Sql { .. } => {}
+        }
+    }
+
+    /// Every case once on each path; the served answers must equal the bare ones.
+    async fn verify(&self, catalog: &str) -> anyhow::Result<()> {
+        let mut sql = self.open(Path::Sql).await?;
+        let mut expected = Vec::new();
+        for case in Case::ALL {
+            let (_, answer) = self.request(&mut sql, case).await?;
+            ensure!(
+                !answer.is_empty(),
+                "[{catalog}] {} is empty for {}: pick a bigger fleet",
+                case.name(),
+                self.target.subject
+            );
+            expected.push((case, answer));
+        }
+        Self::close(sql).await;
+        for served in [Path::Graphql, Path::Grpc] {
+            let mut inst = self.open(served).await?;
+            for (case, want) in expected.iter().filter(|(c, _)| c.served() == Some(served)) {
+                let (_, got) = self.request(&mut inst, *case).await?;
+                if !got.matches(want) {
+                    Self::close(inst).await;
+                    bail!(
+                        "[{catalog}] {} through {} differs from the bare SQL answer:\n  served: {got:?}\n  bare:   {want:?}",
+                        case.name(),
+                        served.label()
+                    );
+                }
+            }
+            Self::close(inst).await;
+        }
+        eprintln!(
+            "[{catalog}] served answers equal the bare SQL answers ({})",
+            expected
+                .iter()
+                .map(|(c, a)| format!("{}: {}", c.name(), a.size()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok(())
+    }
+
+    /// Cold samples (each on a fresh instance), then warm-up and warm samples on the last one.
+    async fn time(
+        &self,
+        catalog: &str,
+        case: Case,
+        path: Path,
+        args: &Args,
+    ) -> anyhow::Result<Timing> {
+        let (mut open, mut cold, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+        let mut answer = String::new();
+        let mut last = None;
+        for i in 0..args.cold_runs {
+            let started = Instant::now();
+            let mut inst = self.open(path).await?;
+            open.push(started.elapsed());
+            let (took, a) = self.request(&mut inst, case).await?;
+            cold.push(took);
+            answer = a.size();
+            if i + 1 == args.cold_runs {
+                last = Some(inst);
+            } else {
+                Self::close(inst).await;
+            }
+        }
+        let mut inst = last.context("no instance")?;
+        for _ in 0..args.warmup {
+            self.request(&mut inst, case).await?;
+        }
+        for _ in 0..args.iterations {
+            warm.push(self.request(&mut inst, case).await?.0);
+        }
+        Self::close(inst).await;
+        eprintln!(
+            "[{catalog}] {:<20} {:<18} open {} ms, cold p50 {} ms, warm p50 {} / p95 {} ms",
+            case.name(),
+            path.label(),
+            ms(percentile(&open, 50.0)),
+            ms(percentile(&cold, 50.0)),
+            ms(percentile(&warm, 50.0)),
+            ms(percentile(&warm, 95.0)),
+        );
+        Ok(Timing {
+            case,
+            path,
+            answer,
+            open,
+            cold,
+            warm,
+        })
+    }
+}
+
+fn time_us(v: &Value) -> anyhow::Result<Option<i64>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(
+            graphql::scalars::parse_time_us(s).with_context(|| format!("bad Time {s}"))?,
+        )),
+        other => bail!("bad Time {other}"),
+    }
+}
+
+fn float(v: &Value) -> anyhow::Result<f64> {
+    v.as_f64().with_context(|| format!("not a number: {v}"))
+}
+
+/// The GraphQL `data` of `case`, normalized.
+fn graphql_answer(case: Case, data: &Value) -> anyhow::Result<Answer> {
+    Ok(match case {
+        Case::Latest => {
+            let latest = &data["signalsLatest"];
+            let signal = &latest[SIGNAL];
+            let loc = &latest["currentLocationCoordinates"];
+            Answer::Latest {
+                last_seen: time_us(&latest["lastSeen"])?,
+                speed: match signal {
+                    Value::Null => None,
+                    s => Some((
+                        time_us(&s["timestamp"])?.context("timestamp")?,
+                        float(&s["value"])?,
+                    )),
+                },
+                location: match loc {
+                    Value::Null => None,
+                    l => Some((
+                        time_us(&l["timestamp"])?.context("timestamp")?,
+                        float(&l["value"]["latitude"])?,
+                        float(&l["value"]["longitude"])?,
+                    )),
+                },
+            }
+        }
+        _ => {
+            let rows = match &data["signals"] {
+                Value::Null => Vec::new(),
+                Value::Array(rows) => rows.clone(),
+                other => bail!("signals: {other}"),
+            };
+            Answer::Buckets(
+                rows.iter()
+                    .map(|r| {
+                        let ts = time_us(&r["timestamp"])?.context("timestamp")?;
+                        let v = match &r[SIGNAL] {
+                            Value::Null => None,
+                            v => Some(float(v)?),
+                        };
+                        Ok((ts, v))
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        assert_eq!(percentile(&samples, 50.0), 50.0);
+        assert_eq!(percentile(&samples, 95.0), 95.0);
+        assert_eq!(percentile(&samples, 99.0), 99.0);
+        assert_eq!(percentile(&samples[..1], 95.0), 1.0);
+        assert_eq!(percentile(&samples[..5], 95.0), 5.0);
+    }
+
+    #[test]
+    fn answers_match_up_to_float_order() {
+        let a = Answer::Buckets(vec![(0, Some(0.1 + 0.2)), (1, None)]);
+        let b = Answer::Buckets(vec![(0, Some(0.3)), (1, None)]);
+        assert!(a.matches(&b));
+        assert!(!a.matches(&Answer::Buckets(vec![(0, Some(0.3))])));
+        assert!(!a.matches(&Answer::Buckets(vec![(0, Some(0.31)), (1, None)])));
+    }
+}
