@@ -6,6 +6,7 @@
 //! compiled at opt-level 3 there (root `Cargo.toml`), and it shares the cached DuckDB build
 //! instead of needing a second, release-profile one.
 
+mod dataset;
 mod decode;
 mod materializer;
 mod query;

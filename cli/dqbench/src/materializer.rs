@@ -12,12 +12,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use chrono::Utc;
 use fleet::{Fleet, FleetConfig};
-use lake::testing::{Backend, TestLake};
+use lake::testing::Backend;
 use lake::Lake;
-use materialize::Materializer;
-use sim::{SeedOptions, Writer};
 
-use crate::report;
+use crate::{dataset, report};
 
 /// Options of the materializer case.
 #[derive(clap::Args)]
@@ -108,80 +106,28 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
-    let catalog = match backend {
-        Backend::File => "file",
-        Backend::Postgres => "postgres",
-    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let mut t = TestLake::new(backend);
-    // All cores and DuckDB's own memory default, as in production.
-    t.config.threads = None;
-    t.config.memory_limit = None;
-
-    eprintln!(
-        "[{catalog}] seeding {} vehicles × {} days …",
-        fleet.vehicles, fleet.days
-    );
-    let lake = t.open()?;
-    lake::raw::ensure(&lake)?;
-    lake::progress::ensure(&lake)?;
-    let started = Instant::now();
-    let opts = SeedOptions {
-        fleet: fleet.clone(),
-        ..SeedOptions::default()
-    };
-    let total = Fleet::new(fleet.clone())?.estimated_events();
-    let mut next_report = 0u64;
-    let seeded = rt.block_on(sim::seed(&Writer::new(&lake, None), &opts, |done| {
-        if done >= next_report {
-            eprintln!("[{catalog}]   {done} / ~{total} events");
-            next_report = done + total / 10;
-        }
-    }))?;
-    let seed = started.elapsed();
-    drop(lake);
-
-    eprintln!("[{catalog}] materializing {} raw rows …", seeded.rows);
-    let m = Materializer::builder(t.open()?).emf(false).build()?;
-    let started = Instant::now();
-    let (mut raw_rows, mut signal_rows, mut event_rows) = (0, 0, 0);
-    loop {
-        let run = rt.block_on(m.drain(None, None))?;
-        raw_rows += run.counts.raw_rows;
-        signal_rows += run.counts.signal_rows;
-        event_rows += run.counts.event_rows;
-        if run.caught_up {
-            break;
-        }
-    }
-    let materialize = started.elapsed();
-    if raw_rows != seeded.rows {
-        bail!(
-            "materializer read {raw_rows} raw rows, the simulator wrote {}",
-            seeded.rows
-        );
-    }
-
+    let data = dataset::build(&rt, backend, fleet)?;
+    let catalog = data.catalog;
+    let lake = data.lake.open()?;
     eprintln!("[{catalog}] floors …");
-    let lake = m.lake();
-    let raw_floor = copy_time(lake, "raw_events", "bench_floor_raw")?;
-    let decoded_floor = copy_time(lake, "signals", "bench_floor_signals")?;
-    let decode_only = decode_time(&rt, lake)?;
+    let raw_floor = copy_time(&lake, "raw_events", "bench_floor_raw")?;
+    let decoded_floor = copy_time(&lake, "signals", "bench_floor_signals")?;
+    let decode_only = decode_time(&rt, &lake)?;
     eprintln!(
         "[{catalog}] materializer {:.0} events/s, raw floor {:.0} rows/s",
-        per_sec(raw_rows, materialize),
-        per_sec(raw_rows, raw_floor)
+        per_sec(data.raw_rows, data.materialize),
+        per_sec(data.raw_rows, raw_floor)
     );
-    eprintln!("[{catalog}] seeded in {:.1}s", seed.as_secs_f64());
     Ok(Figures {
         catalog,
-        raw_rows,
-        seed,
-        materialize,
-        signal_rows,
-        event_rows,
+        raw_rows: data.raw_rows,
+        seed: data.seed,
+        materialize: data.materialize,
+        signal_rows: data.signal_rows,
+        event_rows: data.event_rows,
         raw_floor,
         decoded_floor,
         decode_only,

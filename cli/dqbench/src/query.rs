@@ -28,17 +28,15 @@ use auth::{GrpcAuthenticator, Permission};
 use chrono::{DateTime, Utc};
 use fleet::{Fleet, FleetConfig};
 use lake::testing::{Backend, TestLake};
-use materialize::Materializer;
 use proto::grpc::fetch_service_client::FetchServiceClient;
 use proto::grpc::{GetLatestCloudEventRequest, ListCloudEventsRequest, SearchOptions};
 use query::aggregate::{AggregateRequest, FloatAgg, FloatRequest};
 use serde_json::Value;
-use sim::{SeedOptions, Writer};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 
-use crate::report;
+use crate::{dataset, report};
 
 /// Options of the query case.
 #[derive(clap::Args)]
@@ -448,74 +446,14 @@ fn catalog_run(
     args: &Args,
     signer: &DevSigner,
 ) -> anyhow::Result<CatalogFigures> {
-    let catalog = match backend {
-        Backend::File => "file",
-        Backend::Postgres => "postgres",
-    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let mut t = TestLake::new(backend);
-    // All cores and DuckDB's own memory default, as in production.
-    t.config.threads = None;
-    t.config.memory_limit = None;
-
     let built = Fleet::new(fleet.clone())?;
-    let total = built.estimated_events();
-    eprintln!(
-        "[{catalog}] seeding {} vehicles × {} days × {}/min (~{total} events) …",
-        fleet.vehicles, fleet.days, fleet.signals_per_minute
-    );
-    let started = Instant::now();
-    let seeded = {
-        let lake = t.open()?;
-        lake::raw::ensure(&lake)?;
-        lake::progress::ensure(&lake)?;
-        let opts = SeedOptions {
-            fleet: fleet.clone(),
-            ..SeedOptions::default()
-        };
-        let mut next_report = 0u64;
-        rt.block_on(sim::seed(&Writer::new(&lake, None), &opts, |done| {
-            if done >= next_report {
-                eprintln!("[{catalog}]   {done} / ~{total} events");
-                next_report = done + total / 10;
-            }
-        }))?
-    };
-    let seed = started.elapsed();
-    eprintln!(
-        "[{catalog}] seeded {} raw rows in {:.1}s; materializing …",
-        seeded.rows,
-        seed.as_secs_f64()
-    );
-
-    let started = Instant::now();
-    let (mut raw_rows, mut signal_rows, mut event_rows) = (0, 0, 0);
-    {
-        let m = Materializer::builder(t.open()?).emf(false).build()?;
-        loop {
-            let run = rt.block_on(m.drain(None, None))?;
-            raw_rows += run.counts.raw_rows;
-            signal_rows += run.counts.signal_rows;
-            event_rows += run.counts.event_rows;
-            if run.caught_up {
-                break;
-            }
-        }
-    }
-    let materialize = started.elapsed();
-    ensure!(
-        raw_rows == seeded.rows,
-        "materializer read {raw_rows} raw rows, the simulator wrote {}",
-        seeded.rows
-    );
-    eprintln!(
-        "[{catalog}] materialized {raw_rows} raw rows → {signal_rows} signal rows in {:.1}s",
-        materialize.as_secs_f64()
-    );
-
-    let (target, vehicle_signal_rows) = target(&t, &built)?;
+    let data = dataset::build(&rt, backend, fleet)?;
+    let catalog = data.catalog;
+    let t = &data.lake;
+    let (target, vehicle_signal_rows) = target(t, &built)?;
     eprintln!(
         "[{catalog}] vehicle {} ({}, {vehicle_signal_rows} signal rows); events day {}",
         target.subject,
@@ -523,7 +461,7 @@ fn catalog_run(
         events_day(&target)
     );
     let bench = Bench {
-        t: &t,
+        t,
         target: &target,
         signer,
         graphql_token: signer
@@ -558,17 +496,16 @@ fn catalog_run(
         anyhow::Ok(timings)
     })?;
     drop(bench);
-    drop(t);
     Ok(CatalogFigures {
         catalog,
-        raw_rows,
-        signal_rows,
-        event_rows,
+        raw_rows: data.raw_rows,
+        signal_rows: data.signal_rows,
+        event_rows: data.event_rows,
         vehicle_signal_rows,
         vehicle: format!("{} ({})", target.subject, target.vendor),
         events_day: events_day(&target),
-        seed,
-        materialize,
+        seed: data.seed,
+        materialize: data.materialize,
         timings,
     })
 }

@@ -1,0 +1,112 @@
+//! The data every case starts from: a fleet seeded by the din simulator into a fresh lake, then
+//! drained by the materializer with its production defaults, each phase timed.
+
+use std::time::{Duration, Instant};
+
+use anyhow::ensure;
+use fleet::{Fleet, FleetConfig};
+use lake::testing::{Backend, TestLake};
+use materialize::Materializer;
+use sim::{SeedOptions, Writer};
+
+/// A seeded and materialized lake.
+pub struct Dataset {
+    /// `file` or `postgres`.
+    pub catalog: &'static str,
+    /// The lake (dropped with the dataset).
+    pub lake: TestLake,
+    /// Raw rows the simulator wrote (and the materializer read).
+    pub raw_rows: u64,
+    /// Decoded rows written.
+    pub signal_rows: u64,
+    /// Decoded event rows written.
+    pub event_rows: u64,
+    /// Time to seed.
+    pub seed: Duration,
+    /// Time to drain: first feed read to last cursor commit.
+    pub materialize: Duration,
+}
+
+/// The catalog name of `backend` as the reports print it.
+pub fn catalog_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::File => "file",
+        Backend::Postgres => "postgres",
+    }
+}
+
+/// Seeds `fleet` into a fresh lake on `backend` (progress on stderr) and materializes it.
+pub fn build(
+    rt: &tokio::runtime::Runtime,
+    backend: Backend,
+    fleet: &FleetConfig,
+) -> anyhow::Result<Dataset> {
+    let catalog = catalog_name(backend);
+    let mut t = TestLake::new(backend);
+    // All cores and DuckDB's own memory default, as in production.
+    t.config.threads = None;
+    t.config.memory_limit = None;
+
+    let total = Fleet::new(fleet.clone())?.estimated_events();
+    eprintln!(
+        "[{catalog}] seeding {} vehicles × {} days × {}/min (~{total} events) …",
+        fleet.vehicles, fleet.days, fleet.signals_per_minute
+    );
+    let started = Instant::now();
+    let seeded = {
+        let lake = t.open()?;
+        lake::raw::ensure(&lake)?;
+        lake::progress::ensure(&lake)?;
+        let opts = SeedOptions {
+            fleet: fleet.clone(),
+            ..SeedOptions::default()
+        };
+        let mut next_report = 0u64;
+        rt.block_on(sim::seed(&Writer::new(&lake, None), &opts, |done| {
+            if done >= next_report {
+                eprintln!("[{catalog}]   {done} / ~{total} events");
+                next_report = done + total / 10;
+            }
+        }))?
+    };
+    let seed = started.elapsed();
+    eprintln!(
+        "[{catalog}] seeded {} raw rows in {:.1}s; materializing …",
+        seeded.rows,
+        seed.as_secs_f64()
+    );
+
+    let started = Instant::now();
+    let (mut raw_rows, mut signal_rows, mut event_rows) = (0, 0, 0);
+    {
+        let m = Materializer::builder(t.open()?).emf(false).build()?;
+        loop {
+            let run = rt.block_on(m.drain(None, None))?;
+            raw_rows += run.counts.raw_rows;
+            signal_rows += run.counts.signal_rows;
+            event_rows += run.counts.event_rows;
+            if run.caught_up {
+                break;
+            }
+        }
+    }
+    let materialize = started.elapsed();
+    ensure!(
+        raw_rows == seeded.rows,
+        "materializer read {raw_rows} raw rows, the simulator wrote {}",
+        seeded.rows
+    );
+    eprintln!(
+        "[{catalog}] materialized {raw_rows} raw rows → {signal_rows} signal rows in {:.1}s",
+        materialize.as_secs_f64()
+    );
+    Ok(Dataset {
+        catalog,
+        lake: t,
+        raw_rows,
+        signal_rows,
+        event_rows,
+        seed,
+        materialize,
+    })
+}
