@@ -11,7 +11,7 @@ DEMO_DIR ?= $(CURDIR)/.local/demo
 DEMO_VEHICLES ?= 12
 DEMO_DAYS ?= 2
 
-.PHONY: help extensions venv build fmt lint test test-only fuzz-build demo bench-decode bench-materializer bench-query chaos clean-demo
+.PHONY: help extensions venv bench-venv build fmt lint test test-only fuzz-build demo bench bench-decode bench-materializer bench-query chaos clean-demo
 
 help:
 	@echo "make demo          seed a local lake, decode it, serve GraphQL + FetchService (prints a curl)"
@@ -24,7 +24,8 @@ help:
 	@echo "make lambda        release build of every function with cargo-lambda, zipped, size-checked"
 	@echo "make invoke-test   every events/*.json through its function under the Lambda Runtime API emulator"
 	@echo "make bench-materializer  materializer events/s beside the engine floor (1M events, file + PostgreSQL)"
-	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService (200 vehicles x 30 days, file + PostgreSQL)"
+	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService, segments, dailyActivity (200 vehicles x 30 days, file + PostgreSQL)"
+	@echo "make bench         every case in one run (200 vehicles x 30 days, PostgreSQL) beside the DuckDB floor and ClickHouse (chDB); BENCHMARKS.md + BENCHMARKS.json"
 	@echo "make chaos         long chaos run: SIGKILL the materializer 200 times while din writes"
 
 extensions:
@@ -74,6 +75,14 @@ bench-materializer: extensions venv
 bench-query: extensions
 	$(CARGO) build --workspace --bins
 	$(BENCH) query
+
+# chDB for `make bench`, hash-pinned (scripts/bench-tools.lock), in its own venv.
+bench-venv:
+	@scripts/bench-venv.sh
+
+bench: extensions bench-venv
+	$(CARGO) build --workspace --bins
+	$(BENCH) all
 
 # The long variant of the chaos test that `make test` runs with 25 kills.
 chaos: extensions venv

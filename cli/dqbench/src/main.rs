@@ -6,11 +6,13 @@
 //! compiled at opt-level 3 there (root `Cargo.toml`), and it shares the cached DuckDB build
 //! instead of needing a second, release-profile one.
 
+mod clickhouse;
 mod dataset;
 mod decode;
 mod materializer;
 mod query;
 mod report;
+mod suite;
 
 use std::process::ExitCode;
 
@@ -35,6 +37,9 @@ enum Command {
     /// Read latency (cold and warm) of signals, signalsLatest and FetchService cloud events,
     /// through GraphQL HTTP / gRPC and as the bare SQL, on the file and PostgreSQL catalogs.
     Query(query::Args),
+    /// Every case in one run on one dataset, beside the DuckDB floor and ClickHouse (chDB),
+    /// as ratios; writes BENCHMARKS.md and BENCHMARKS.json.
+    All(suite::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +47,7 @@ fn main() -> ExitCode {
         Command::Decode => decode::run(),
         Command::Materializer(args) => materializer::run(&args),
         Command::Query(args) => query::run(&args),
+        Command::All(args) => suite::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

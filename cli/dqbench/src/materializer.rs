@@ -137,7 +137,7 @@ fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
 /// Times one `INSERT INTO lake.<to> SELECT * FROM lake.<from>` into an empty copy of `from` with
 /// the same partitioning and sort order (read back from the catalog), so the floor writes the
 /// same files the real path writes.
-fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Duration> {
+pub(crate) fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Duration> {
     let conn = lake.connect()?;
     let layout = lake::raw::table_layout(lake, from)?;
     let mut ddl = vec![format!(
@@ -179,7 +179,7 @@ fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Duration> {
 }
 
 /// Decodes every raw row once, timing only the decoder (the rows are read and resolved first).
-fn decode_time(rt: &tokio::runtime::Runtime, lake: &Lake) -> anyhow::Result<Duration> {
+pub(crate) fn decode_time(rt: &tokio::runtime::Runtime, lake: &Lake) -> anyhow::Result<Duration> {
     let resolved = materialize::testing::all_raw_rows(rt, lake, None);
     let started = Instant::now();
     let out = dq_decode::decode_batch(

@@ -4,6 +4,8 @@
 //!   (the month);
 //! - `signalsLatest`: one vehicle's latest values (`lastSeen`, speed, coordinates);
 //! - FetchService `ListCloudEvents` (100 events, one vehicle, one day) and `GetLatestCloudEvent`;
+//! - `segments` (IGNITION_DETECTION over the whole 30-day horizon) and `dailyActivity` (31 days in
+//!   a non-UTC zone);
 //! - the engine floor beside them: `SELECT 1 FROM lake.signals LIMIT 0` (catalog and snapshot
 //!   lookup, no data read).
 //!
@@ -68,69 +70,78 @@ pub struct Args {
 }
 
 /// Hourly buckets.
-const HOUR_US: i64 = 3_600_000_000;
-const DAY_US: i64 = 24 * HOUR_US;
+pub(crate) const HOUR_US: i64 = 3_600_000_000;
+pub(crate) const DAY_US: i64 = 24 * HOUR_US;
 /// `ListCloudEvents` page size.
-const LIST_LIMIT: i32 = 100;
-/// The vehicle queried (index in the fleet).
-const VEHICLE_INDEX: usize = 0;
+pub(crate) const LIST_LIMIT: i32 = 100;
 /// The signal the aggregations read.
-const SIGNAL: &str = "speed";
+pub(crate) const SIGNAL: &str = "speed";
+/// Calendar days of the `dailyActivity` case, and their zone.
+pub(crate) const DAILY_DAYS: i64 = 31;
+pub(crate) const DAILY_ZONE: &str = "America/New_York";
 /// The JWT issuer of the development signer.
-const ISSUER: &str = "https://bench.dq.local";
+pub(crate) const ISSUER: &str = "https://bench.dq.local";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Case {
+pub(crate) enum Case {
     Week,
     Month,
     Latest,
     ListEvents,
     LatestEvent,
+    Segments,
+    Daily,
     /// The engine's per-statement floor: `SELECT 1 FROM lake.signals LIMIT 0` (catalog lookup
     /// and snapshot resolution, no data read), bare only.
     Probe,
 }
 
 impl Case {
-    const ALL: [Case; 6] = [
+    const ALL: [Case; 8] = [
         Case::Week,
         Case::Month,
         Case::Latest,
         Case::ListEvents,
         Case::LatestEvent,
+        Case::Segments,
+        Case::Daily,
         Case::Probe,
     ];
 
     /// The served path of the case (`None`: bare only).
-    fn served(self) -> Option<Path> {
+    pub(crate) fn served(self) -> Option<Path> {
         match self {
-            Case::Week | Case::Month | Case::Latest => Some(Path::Graphql),
+            Case::Week | Case::Month | Case::Latest | Case::Segments | Case::Daily => {
+                Some(Path::Graphql)
+            }
             Case::ListEvents | Case::LatestEvent => Some(Path::Grpc),
             Case::Probe => None,
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Case::Week => "signals 7 days",
             Case::Month => "signals month",
             Case::Latest => "signalsLatest",
             Case::ListEvents => "ListCloudEvents",
             Case::LatestEvent => "GetLatestCloudEvent",
+            Case::Segments => "segments month",
+            Case::Daily => "dailyActivity 31 days",
             Case::Probe => "engine floor",
         }
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Path {
+pub(crate) enum Path {
     Graphql,
     Grpc,
     Sql,
 }
 
 impl Path {
-    fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Path::Graphql => "GraphQL HTTP",
             Path::Grpc => "FetchService gRPC",
@@ -140,15 +151,17 @@ impl Path {
 }
 
 /// What every query asks about.
-struct Target {
-    subject: String,
-    vendor: &'static str,
+pub(crate) struct Target {
+    pub(crate) subject: String,
+    pub(crate) vendor: &'static str,
     /// The last 7 days of the horizon (the whole horizon when shorter), µs.
-    week: (i64, i64),
+    pub(crate) week: (i64, i64),
     /// The whole horizon, µs.
-    month: (i64, i64),
+    pub(crate) month: (i64, i64),
     /// The vehicle's busiest UTC day, µs.
-    day: (i64, i64),
+    pub(crate) day: (i64, i64),
+    /// `dailyActivity`: an instant of the first and of the last of its 31 days, µs.
+    pub(crate) days: (i64, i64),
 }
 
 impl Target {
@@ -162,7 +175,7 @@ impl Target {
 
 /// A normalized answer, comparable across paths.
 #[derive(Debug, Clone, PartialEq)]
-enum Answer {
+pub(crate) enum Answer {
     /// (bucket start µs, AVG(speed)).
     Buckets(Vec<(i64, Option<f64>)>),
     /// lastSeen, speed (ts, value), coordinates (ts, lat, lon).
@@ -173,32 +186,44 @@ enum Answer {
     },
     /// (id, type, data, data_base64) in order.
     Events(Vec<(String, String, Vec<u8>, String)>),
+    /// Segments: (start µs, end µs, duration s, ongoing).
+    Segments(Vec<(i64, Option<i64>, i64, bool)>),
+    /// Days: (day start µs, segment count, active seconds).
+    Days(Vec<(i64, i64, i64)>),
     /// The floor statement ran.
     Probe,
 }
 
 impl Answer {
-    fn size(&self) -> String {
+    pub(crate) fn size(&self) -> String {
         match self {
             Answer::Buckets(b) => format!("{} buckets", b.len()),
             Answer::Latest { .. } => "3 fields".into(),
             Answer::Events(e) if e.len() == 1 => "1 event".into(),
             Answer::Events(e) => format!("{} events", e.len()),
+            Answer::Segments(s) => format!("{} segments", s.len()),
+            Answer::Days(d) => format!(
+                "{} days, {} active",
+                d.len(),
+                d.iter().filter(|(_, n, _)| *n > 0).count()
+            ),
             Answer::Probe => "no rows".into(),
         }
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         match self {
             Answer::Buckets(b) => b.is_empty(),
             Answer::Latest { speed, .. } => speed.is_none(),
             Answer::Events(e) => e.is_empty(),
+            Answer::Segments(s) => s.is_empty(),
+            Answer::Days(d) => d.iter().all(|(_, n, _)| *n == 0),
             Answer::Probe => false,
         }
     }
 
     /// Equal up to float summation order (DuckDB may aggregate in parallel).
-    fn matches(&self, other: &Answer) -> bool {
+    pub(crate) fn matches(&self, other: &Answer) -> bool {
         fn close(a: f64, b: f64) -> bool {
             (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
         }
@@ -241,20 +266,46 @@ impl Answer {
                     }
             }
             (Answer::Events(a), Answer::Events(b)) => a == b,
+            (Answer::Segments(a), Answer::Segments(b)) => a == b,
+            (Answer::Days(a), Answer::Days(b)) => a == b,
             (Answer::Probe, Answer::Probe) => true,
             _ => false,
         }
     }
 }
 
+/// How many samples a timing takes.
+pub(crate) struct Sampling {
+    /// Cold samples, each on a freshly opened instance.
+    pub(crate) cold_runs: usize,
+    /// Untimed requests before the warm ones.
+    pub(crate) warmup: usize,
+    /// Timed warm requests (at most).
+    pub(crate) iterations: usize,
+    /// Stop the warm requests early once this much time went by (with at least
+    /// [`MIN_WARM_SAMPLES`]).
+    pub(crate) budget: Option<Duration>,
+}
+
+/// Warm samples a time budget never cuts below.
+pub(crate) const MIN_WARM_SAMPLES: usize = 20;
+
+impl Sampling {
+    /// Warm requests still to send after `taken` of them, `elapsed` into the warm phase.
+    pub(crate) fn more(&self, taken: usize, elapsed: Duration) -> bool {
+        taken < self.iterations
+            && (taken < MIN_WARM_SAMPLES || self.budget.is_none_or(|b| elapsed < b))
+    }
+}
+
 /// Latency samples of one case on one path.
-struct Timing {
-    case: Case,
-    path: Path,
-    answer: String,
-    open: Vec<Duration>,
-    cold: Vec<Duration>,
-    warm: Vec<Duration>,
+pub(crate) struct Timing {
+    pub(crate) case: Case,
+    pub(crate) path: Path,
+    pub(crate) answer: String,
+    pub(crate) open: Vec<Duration>,
+    pub(crate) cold: Vec<Duration>,
+    pub(crate) warm: Vec<Duration>,
 }
 
 struct CatalogFigures {
@@ -271,7 +322,7 @@ struct CatalogFigures {
 }
 
 /// Nearest-rank percentile of `samples` in ms.
-fn percentile(samples: &[Duration], p: f64) -> f64 {
+pub(crate) fn percentile(samples: &[Duration], p: f64) -> f64 {
     if samples.is_empty() {
         return f64::NAN;
     }
@@ -281,7 +332,7 @@ fn percentile(samples: &[Duration], p: f64) -> f64 {
     ms[rank.clamp(1, ms.len()) - 1]
 }
 
-fn ms(v: f64) -> String {
+pub(crate) fn ms(v: f64) -> String {
     if v < 10.0 {
         format!("{v:.2}")
     } else if v < 100.0 {
@@ -403,6 +454,21 @@ fn render(fleet: &FleetConfig, args: &Args, figures: &[CatalogFigures]) -> Strin
             "FetchService `GetLatestCloudEvent`: one vehicle, no other filter".into(),
         ),
         (
+            Case::Segments,
+            format!(
+                "`segments`: one vehicle, IGNITION_DETECTION over the whole {}-day horizon \
+                 (default config and summaries)",
+                fleet.days
+            ),
+        ),
+        (
+            Case::Daily,
+            format!(
+                "`dailyActivity`: one vehicle, IGNITION_DETECTION, {DAILY_DAYS} days in `{DAILY_ZONE}` \
+                 (default summaries)"
+            ),
+        ),
+        (
             Case::Probe,
             "Engine floor: `SELECT 1 FROM lake.signals LIMIT 0` on the same engine (catalog and \
              snapshot lookup, no data read)"
@@ -460,37 +526,19 @@ fn catalog_run(
         target.vendor,
         events_day(&target)
     );
-    let bench = Bench {
-        t,
-        target: &target,
-        signer,
-        graphql_token: signer
-            .mint(&DevClaims::vehicle(
-                &target.subject,
-                &[
-                    Permission::GetNonLocationHistory,
-                    Permission::GetLocationHistory,
-                    Permission::GetApproximateLocation,
-                ],
-            ))
-            .map_err(|e| anyhow!("mint: {e}"))?,
-        grpc_bearer: format!(
-            "Bearer {}",
-            signer
-                .mint(&DevClaims::vehicle(
-                    &target.subject,
-                    &[Permission::GetRawData]
-                ))
-                .map_err(|e| anyhow!("mint: {e}"))?
-        ),
+    let bench = Bench::new(t, &target, signer)?;
+    let sampling = Sampling {
+        cold_runs: args.cold_runs,
+        warmup: args.warmup,
+        iterations: args.iterations,
+        budget: None,
     };
-
     let timings = rt.block_on(async {
         bench.verify(catalog).await?;
         let mut timings = Vec::new();
         for case in Case::ALL {
             for path in case.served().into_iter().chain([Path::Sql]) {
-                timings.push(bench.time(catalog, case, path, args).await?);
+                timings.push(bench.time(catalog, case, path, &sampling).await?);
             }
         }
         anyhow::Ok(timings)
@@ -517,19 +565,28 @@ fn events_day(target: &Target) -> String {
         .to_string()
 }
 
-/// The queried vehicle, its windows and its busiest day.
-fn target(t: &TestLake, fleet: &Fleet) -> anyhow::Result<(Target, i64)> {
+/// The queried vehicle — the first of the fleet whose data has an ignition signal, so that the
+/// segment cases have something to detect — its windows and its busiest day.
+pub(crate) fn target(t: &TestLake, fleet: &Fleet) -> anyhow::Result<(Target, i64)> {
+    let lake = t.open()?;
+    let conn = lake.connect()?;
+    let with_ignition: std::collections::HashSet<String> = {
+        let mut stmt = conn.prepare(
+            "SELECT DISTINCT subject FROM lake.signals WHERE name = ? AND value_number = 1",
+        )?;
+        let rows = stmt.query_map([query::segments::source::IGNITION_SIGNAL], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
     let info = fleet
         .vehicles()
-        .get(VEHICLE_INDEX)
-        .context("the fleet has no vehicles")?;
+        .iter()
+        .find(|v| with_ignition.contains(&v.subject))
+        .context("no vehicle of the fleet reports isIgnitionOn")?;
     let (start, end) = (
         fleet.start().timestamp_micros(),
         fleet.end().timestamp_micros(),
     );
     let week_from = (end - 7 * DAY_US).max(start);
-    let lake = t.open()?;
-    let conn = lake.connect()?;
     let vehicle_rows: i64 = conn.query_row(
         "SELECT count(*) FROM lake.signals WHERE subject = ?",
         [&info.subject],
@@ -545,6 +602,8 @@ fn target(t: &TestLake, fleet: &Fleet) -> anyhow::Result<(Target, i64)> {
             |r| r.get(0),
         )
         .context("the queried vehicle's busiest day")?;
+    // The last day is the one holding the horizon's last instant; the first is 30 days before.
+    let last_day = end - 1;
     Ok((
         Target {
             subject: info.subject.clone(),
@@ -552,12 +611,13 @@ fn target(t: &TestLake, fleet: &Fleet) -> anyhow::Result<(Target, i64)> {
             week: (week_from, end),
             month: (start, end),
             day: (day, day + DAY_US),
+            days: (last_day - (DAILY_DAYS - 1) * DAY_US, last_day),
         },
         vehicle_rows,
     ))
 }
 
-struct Bench<'a> {
+pub(crate) struct Bench<'a> {
     t: &'a TestLake,
     target: &'a Target,
     signer: &'a DevSigner,
@@ -566,7 +626,7 @@ struct Bench<'a> {
 }
 
 /// One opened read path: its own DuckDB instance (and server and client when served).
-enum Instance {
+pub(crate) enum Instance {
     Graphql {
         client: reqwest::Client,
         url: String,
@@ -584,7 +644,7 @@ enum Instance {
 }
 
 /// A local server task and its shutdown signal.
-struct Server {
+pub(crate) struct Server {
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
@@ -602,9 +662,75 @@ impl Server {
     }
 }
 
-impl Bench<'_> {
+impl<'a> Bench<'a> {
+    /// A bench on `t` asking about `target`, with tokens minted by `signer`.
+    pub(crate) fn new(
+        t: &'a TestLake,
+        target: &'a Target,
+        signer: &'a DevSigner,
+    ) -> anyhow::Result<Bench<'a>> {
+        let mint = |claims: &DevClaims| signer.mint(claims).map_err(|e| anyhow!("mint: {e}"));
+        Ok(Bench {
+            t,
+            target,
+            signer,
+            graphql_token: mint(&DevClaims::vehicle(
+                &target.subject,
+                &[
+                    Permission::GetNonLocationHistory,
+                    Permission::GetLocationHistory,
+                    Permission::GetApproximateLocation,
+                ],
+            ))?,
+            grpc_bearer: format!(
+                "Bearer {}",
+                mint(&DevClaims::vehicle(
+                    &target.subject,
+                    &[Permission::GetRawData]
+                ))?
+            ),
+        })
+    }
+
+    /// The GraphQL token (read permissions of the target vehicle).
+    pub(crate) fn graphql_token(&self) -> &str {
+        &self.graphql_token
+    }
+
+    /// The signer's JWKS document.
+    pub(crate) fn signer_jwks(&self) -> String {
+        self.signer.jwks_json()
+    }
+
+    /// One `ListCloudEvents` of the target's busiest day against a FetchService on `port`
+    /// (a new connection); fails unless events come back.
+    pub(crate) async fn grpc_probe(&self, port: u16) -> anyhow::Result<()> {
+        let mut client = FetchServiceClient::connect(format!("http://127.0.0.1:{port}"))
+            .await?
+            .max_decoding_message_size(fetch::server::MAX_MESSAGE_BYTES);
+        let mut req = tonic::Request::new(ListCloudEventsRequest {
+            options: Some(self.search_options(Case::ListEvents)),
+            limit: LIST_LIMIT,
+            advanced_options: None,
+        });
+        req.metadata_mut()
+            .insert("authorization", self.grpc_bearer.parse()?);
+        let events = client
+            .list_cloud_events(req)
+            .await?
+            .into_inner()
+            .cloud_events;
+        ensure!(!events.is_empty(), "ListCloudEvents returned no events");
+        Ok(())
+    }
+
+    /// The GraphQL document of `case`, public for the function cold-start probe.
+    pub(crate) fn graphql_document(&self, case: Case) -> String {
+        self.document(case)
+    }
+
     /// Opens a fresh instance of `path` (a new DuckDB instance on the lake).
-    async fn open(&self, path: Path) -> anyhow::Result<Instance> {
+    pub(crate) async fn open(&self, path: Path) -> anyhow::Result<Instance> {
         let lake = self.t.open()?;
         let validator = || {
             self.signer
@@ -707,6 +833,26 @@ impl Bench<'_> {
                 "{{ signalsLatest(subject: \"{s}\") {{ lastSeen {SIGNAL} {{ timestamp value }} \
                  currentLocationCoordinates {{ timestamp value {{ latitude longitude hdop }} }} }} }}"
             ),
+            Case::Segments => {
+                let (from, to) = self.target.month;
+                format!(
+                    "{{ segments(subject: \"{s}\", from: \"{}\", to: \"{}\", \
+                     mechanism: IGNITION_DETECTION) {{ start {{ timestamp }} end {{ timestamp }} \
+                     duration isOngoing signals {{ name agg value }} }} }}",
+                    graphql::scalars::format_time_us(from),
+                    graphql::scalars::format_time_us(to),
+                )
+            }
+            Case::Daily => {
+                let (from, to) = self.target.days;
+                format!(
+                    "{{ dailyActivity(subject: \"{s}\", from: \"{}\", to: \"{}\", \
+                     mechanism: IGNITION_DETECTION, timezone: \"{DAILY_ZONE}\") \
+                     {{ start {{ timestamp }} segmentCount duration signals {{ name agg value }} }} }}",
+                    graphql::scalars::format_time_us(from),
+                    graphql::scalars::format_time_us(to),
+                )
+            }
             _ => {
                 let (from, to) = self.target.window(case);
                 format!(
@@ -758,7 +904,11 @@ impl Bench<'_> {
 
     /// One request of `case` on `inst`: its latency (request out → full response in) and the
     /// normalized answer (parsed after the clock stops).
-    async fn request(&self, inst: &mut Instance, case: Case) -> anyhow::Result<(Duration, Answer)> {
+    pub(crate) async fn request(
+        &self,
+        inst: &mut Instance,
+        case: Case,
+    ) -> anyhow::Result<(Duration, Answer)> {
         match inst {
             Instance::Graphql { client, url, .. } => {
                 let body = serde_json::json!({ "query": self.document(case) }).to_string();
@@ -856,6 +1006,48 @@ impl Bench<'_> {
                                 .map(|r| (r.loc_ts_us, r.location.latitude, r.location.longitude)),
                         }
                     }
+                    Case::Segments => {
+                        let (from, to) = self.target.month;
+                        let q = query::activity::SegmentsQuery {
+                            request: query::segments::SegmentsRequest::new(
+                                self.target.subject.clone(),
+                                utc(from),
+                                utc(to),
+                                query::segments::Mechanism::IgnitionDetection,
+                            ),
+                            signal_requests: Vec::new(),
+                            event_names: Vec::new(),
+                        };
+                        let segs = engine.segments(&q, Utc::now())?;
+                        Answer::Segments(segs.iter().map(|s| segment_key(&s.segment)).collect())
+                    }
+                    Case::Daily => {
+                        let (from, to) = self.target.days;
+                        let q = query::activity::DailyActivityQuery {
+                            request: query::segments::DailyActivityRequest {
+                                subject: self.target.subject.clone(),
+                                from: utc(from),
+                                to: utc(to),
+                                mechanism: query::segments::Mechanism::IgnitionDetection,
+                                config: None,
+                                timezone: Some(DAILY_ZONE.into()),
+                            },
+                            signal_requests: Vec::new(),
+                            event_names: Vec::new(),
+                        };
+                        let days = engine.daily_activity(&q, Utc::now())?;
+                        Answer::Days(
+                            days.iter()
+                                .map(|d| {
+                                    (
+                                        d.day.start.timestamp_micros(),
+                                        d.segment_count as i64,
+                                        d.duration_seconds,
+                                    )
+                                })
+                                .collect(),
+                        )
+                    }
                     Case::Probe => {
                         engine.probe()?;
                         Answer::Probe
@@ -882,7 +1074,7 @@ impl Bench<'_> {
         }
     }
 
-    async fn close(inst: Instance) {
+    pub(crate) async fn close(inst: Instance) {
         match inst {
             Instance::Graphql { client, server, .. } => {
                 drop(client);
@@ -938,34 +1130,35 @@ impl Bench<'_> {
     }
 
     /// Cold samples (each on a fresh instance), then warm-up and warm samples on the last one.
-    async fn time(
+    pub(crate) async fn time(
         &self,
         catalog: &str,
         case: Case,
         path: Path,
-        args: &Args,
+        sampling: &Sampling,
     ) -> anyhow::Result<Timing> {
         let (mut open, mut cold, mut warm) = (Vec::new(), Vec::new(), Vec::new());
         let mut answer = String::new();
         let mut last = None;
-        for i in 0..args.cold_runs {
+        for i in 0..sampling.cold_runs {
             let started = Instant::now();
             let mut inst = self.open(path).await?;
             open.push(started.elapsed());
             let (took, a) = self.request(&mut inst, case).await?;
             cold.push(took);
             answer = a.size();
-            if i + 1 == args.cold_runs {
+            if i + 1 == sampling.cold_runs {
                 last = Some(inst);
             } else {
                 Self::close(inst).await;
             }
         }
         let mut inst = last.context("no instance")?;
-        for _ in 0..args.warmup {
+        for _ in 0..sampling.warmup {
             self.request(&mut inst, case).await?;
         }
-        for _ in 0..args.iterations {
+        let started = Instant::now();
+        while sampling.more(warm.len(), started.elapsed()) {
             warm.push(self.request(&mut inst, case).await?.0);
         }
         Self::close(inst).await;
@@ -989,6 +1182,20 @@ impl Bench<'_> {
     }
 }
 
+pub(crate) fn utc(us: i64) -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp_micros(us).unwrap_or_default()
+}
+
+/// What the segment cases compare: bounds, duration and the ongoing flag.
+pub(crate) fn segment_key(s: &query::segments::Segment) -> (i64, Option<i64>, i64, bool) {
+    (
+        s.start.timestamp_micros(),
+        s.end.map(|e| e.timestamp_micros()),
+        s.duration_seconds,
+        s.is_ongoing,
+    )
+}
+
 fn time_us(v: &Value) -> anyhow::Result<Option<i64>> {
     match v {
         Value::Null => Ok(None),
@@ -1001,6 +1208,14 @@ fn time_us(v: &Value) -> anyhow::Result<Option<i64>> {
 
 fn float(v: &Value) -> anyhow::Result<f64> {
     v.as_f64().with_context(|| format!("not a number: {v}"))
+}
+
+fn list(v: &Value) -> anyhow::Result<Vec<Value>> {
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(rows) => Ok(rows.clone()),
+        other => bail!("not a list: {other}"),
+    }
 }
 
 /// The GraphQL `data` of `case`, normalized.
@@ -1029,6 +1244,34 @@ fn graphql_answer(case: Case, data: &Value) -> anyhow::Result<Answer> {
                 },
             }
         }
+        Case::Segments => Answer::Segments(
+            list(&data["segments"])?
+                .iter()
+                .map(|s| {
+                    Ok((
+                        time_us(&s["start"]["timestamp"])?.context("start")?,
+                        match &s["end"] {
+                            Value::Null => None,
+                            e => time_us(&e["timestamp"])?,
+                        },
+                        s["duration"].as_i64().context("duration")?,
+                        s["isOngoing"].as_bool().context("isOngoing")?,
+                    ))
+                })
+                .collect::<anyhow::Result<_>>()?,
+        ),
+        Case::Daily => Answer::Days(
+            list(&data["dailyActivity"])?
+                .iter()
+                .map(|d| {
+                    Ok((
+                        time_us(&d["start"]["timestamp"])?.context("start")?,
+                        d["segmentCount"].as_i64().context("segmentCount")?,
+                        d["duration"].as_i64().context("duration")?,
+                    ))
+                })
+                .collect::<anyhow::Result<_>>()?,
+        ),
         _ => {
             let rows = match &data["signals"] {
                 Value::Null => Vec::new(),

@@ -74,13 +74,20 @@ pub fn free_port() -> Result<u16> {
 /// `Cargo.toml` has a `[workspace]` table.
 ///
 /// `CARGO_MANIFEST_DIR` is read at run time (cargo sets it when it runs tests); when it is unset or
-/// leads to no workspace, the search starts from this crate's own directory as it was at build
-/// time. Should that fail too (a test binary moved away from its sources), the result is the
+/// leads to no workspace, the search starts from the current directory (binaries such as
+/// `dq-bench` run from the checkout by `make`), then from this crate's own directory as it was at
+/// build time — which may be another checkout sharing the target directory, since cargo reuses
+/// path crates' builds across checkouts. Should that fail too (a test binary moved away from its sources), the result is the
 /// build-time `shared/testkit/../..`, where the root is in this repository's layout.
 pub fn workspace_root() -> PathBuf {
     let built_here = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::env::var_os("CARGO_MANIFEST_DIR")
         .and_then(|dir| find_workspace_root(Path::new(&dir)))
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .and_then(|dir| find_workspace_root(&dir))
+        })
         .or_else(|| find_workspace_root(built_here))
         .unwrap_or_else(|| built_here.join("..").join(".."))
 }

@@ -1,0 +1,1003 @@
+//! `make bench` (issue 9): every case of the project in one run on one generated dataset, each
+//! beside the engine floor and ClickHouse, as ratios. Writes the `bench` section of
+//! `BENCHMARKS.md` and `BENCHMARKS.json` next to it.
+//!
+//! One fleet (200 vehicles × 30 days × 3 status payloads/min, fixed seed) is seeded by the din
+//! simulator and drained by the materializer — the materializer case — on one catalog. Then, for
+//! every query case, three engines answer the same question about the same vehicle:
+//! - dq: the served path (GraphQL `/query` over HTTP, or FetchService over gRPC HTTP/2, with a
+//!   real token), as a client sees it;
+//! - floor: plain DuckDB 1.5.4 SQL on a fresh in-memory DuckDB attached to the same DuckLake, the
+//!   statement a user of the lake would write (for the segment cases: the detector's one ignition
+//!   read plus the shared detector, without summaries);
+//! - ClickHouse: chDB over the same rows loaded into MergeTree tables (`clickhouse.rs`).
+//!
+//! The answers are compared before anything is timed; a mismatch fails the run.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, ensure, Context};
+use auth::dev::DevSigner;
+use chrono::Utc;
+use fleet::{Fleet, FleetConfig};
+use lake::testing::{Backend, TestLake};
+use query::segments::{self, Mechanism, SegmentsRequest};
+use serde_json::{json, Value};
+
+use crate::clickhouse::{self, lit, ts_lit, ChDb, ChSource};
+use crate::query::{
+    percentile, segment_key, utc, Answer, Bench, Case, Sampling, Target, DAILY_ZONE, HOUR_US,
+    ISSUER, LIST_LIMIT, SIGNAL,
+};
+use crate::{dataset, materializer, report};
+
+/// Options of `dq-bench all`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Vehicles in the fleet.
+    #[arg(long, default_value_t = 200)]
+    vehicles: u32,
+    /// Days of fleet time.
+    #[arg(long, default_value_t = 30)]
+    days: u32,
+    /// Status payloads per minute while a vehicle drives.
+    #[arg(long, default_value_t = 3)]
+    signals_per_minute: u32,
+    /// Catalog: postgres (production's) or file.
+    #[arg(long, default_value = "postgres")]
+    catalog: String,
+    /// Cold samples per case and engine (each on a freshly opened instance).
+    #[arg(long, default_value_t = 5)]
+    cold_runs: usize,
+    /// Untimed warm-up requests.
+    #[arg(long, default_value_t = 10)]
+    warmup: usize,
+    /// Timed warm requests per case and engine (at most).
+    #[arg(long, default_value_t = 100)]
+    iterations: usize,
+    /// Seconds of warm requests per case and engine (at least 20 requests are always taken).
+    #[arg(long, default_value_t = 8)]
+    warm_seconds: u64,
+    /// Print the results but leave BENCHMARKS.md and BENCHMARKS.json alone (smoke runs).
+    #[arg(long)]
+    no_write: bool,
+}
+
+/// The query cases of the run, in report order.
+const CASES: [Case; 7] = [
+    Case::Week,
+    Case::Month,
+    Case::Latest,
+    Case::ListEvents,
+    Case::LatestEvent,
+    Case::Segments,
+    Case::Daily,
+];
+
+/// Cold and warm samples of one engine on one case.
+struct Samples {
+    open: Vec<Duration>,
+    cold: Vec<Duration>,
+    warm: Vec<Duration>,
+}
+
+impl Samples {
+    fn to_json(&self) -> Value {
+        let p = |s: &[Duration], q: f64| percentile(s, q);
+        json!({
+            "open_ms_p50": p(&self.open, 50.0),
+            "cold_ms": {"p50": p(&self.cold, 50.0), "p95": p(&self.cold, 95.0), "p99": p(&self.cold, 99.0), "n": self.cold.len()},
+            "warm_ms": {"p50": p(&self.warm, 50.0), "p95": p(&self.warm, 95.0), "p99": p(&self.warm, 99.0), "n": self.warm.len()},
+        })
+    }
+}
+
+struct CaseFigures {
+    case: Case,
+    answer: String,
+    dq: Samples,
+    floor: Samples,
+    clickhouse: Samples,
+    /// DuckDB's peak buffer memory for the floor statement, bytes (`None`: several statements).
+    floor_memory: Option<u64>,
+}
+
+struct ColdStart {
+    function: &'static str,
+    first_answer: &'static str,
+    samples: Vec<Duration>,
+}
+
+struct Run {
+    fleet: FleetConfig,
+    catalog: &'static str,
+    raw_rows: u64,
+    signal_rows: u64,
+    event_rows: u64,
+    seed: Duration,
+    materialize: Duration,
+    raw_floor: Duration,
+    decoded_floor: Duration,
+    decode_only: Duration,
+    vehicle: String,
+    vehicle_rows: i64,
+    clickhouse_load: Duration,
+    cases: Vec<CaseFigures>,
+    cold_starts: Vec<ColdStart>,
+    total: Duration,
+}
+
+/// Runs everything and writes the reports.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    ensure!(args.cold_runs >= 1, "--cold-runs must be at least 1");
+    ensure!(args.iterations >= 1, "--iterations must be at least 1");
+    let started = Instant::now();
+    let backend = match args.catalog.as_str() {
+        "file" => Backend::File,
+        "postgres" => Backend::Postgres,
+        other => bail!("unknown catalog `{other}` (file, postgres)"),
+    };
+    let fleet = FleetConfig {
+        vehicles: args.vehicles,
+        days: args.days,
+        signals_per_minute: args.signals_per_minute,
+        ..FleetConfig::default()
+    };
+    // Fail before the long phases when a part is missing.
+    let bin_dir = std::env::current_exe()?
+        .parent()
+        .context("dq-bench has no directory")?
+        .to_path_buf();
+    for f in ["graphql", "fetch"] {
+        ensure!(
+            bin_dir.join(f).exists(),
+            "{} is missing: `cargo build --workspace --bins` first",
+            bin_dir.join(f).display()
+        );
+    }
+    drop(ChDb::spawn(
+        &std::env::temp_dir().join("dq-bench-chdb-probe"),
+    )?);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let data = dataset::build(&rt, backend, &fleet)?;
+    let catalog = data.catalog;
+    let t = &data.lake;
+
+    eprintln!("[{catalog}] materializer floors and decode-only rate …");
+    let (raw_floor, decoded_floor, decode_only) = {
+        let lake = t.open()?;
+        (
+            materializer::copy_time(&lake, "raw_events", "bench_floor_raw")?,
+            materializer::copy_time(&lake, "signals", "bench_floor_signals")?,
+            materializer::decode_time(&rt, &lake)?,
+        )
+    };
+
+    let (target, vehicle_rows) = crate::query::target(t, &Fleet::new(fleet.clone())?)?;
+    eprintln!(
+        "[{catalog}] vehicle {} ({}, {vehicle_rows} signal rows)",
+        target.subject, target.vendor
+    );
+
+    eprintln!("[{catalog}] exporting the lake's rows to ClickHouse …");
+    let ch_dir = t.path("chdb");
+    let clickhouse_load = {
+        let export = t.path("export");
+        std::fs::create_dir_all(&export)?;
+        let (signals, raw) = (export.join("signals.parquet"), export.join("raw.parquet"));
+        let lake = t.open()?;
+        let conn = lake.connect()?;
+        conn.execute_batch(&format!(
+            "COPY (SELECT subject, name, epoch_us(\"timestamp\") AS ts, source, value_number, \
+             value_string, loc_lat, loc_lon FROM lake.signals) TO '{}' (FORMAT parquet); \
+             COPY (SELECT subject, epoch_us(\"time\") AS ts, type, id, source, data, \
+             base64(data_base64) AS data_base64 FROM lake.raw_events \
+             WHERE coalesce(voids_id, '') = '') TO '{}' (FORMAT parquet)",
+            sql_path(&signals)?,
+            sql_path(&raw)?
+        ))
+        .context("export the lake to Parquet")?;
+        let mut ch = ChDb::spawn(&ch_dir)?;
+        let took = clickhouse::load(&mut ch, &signals, &raw)?;
+        let (_, rows) = ch.query("SELECT count() FROM signals", 1)?;
+        let loaded = rows
+            .first()
+            .and_then(|r| r.first())
+            .map(clickhouse::int)
+            .transpose()?
+            .unwrap_or(0);
+        ensure!(
+            loaded as u64 == data.signal_rows,
+            "ClickHouse holds {loaded} signal rows, the lake {}",
+            data.signal_rows
+        );
+        eprintln!(
+            "[{catalog}] ClickHouse loaded {loaded} signal rows in {:.1}s",
+            took.as_secs_f64()
+        );
+        took
+    };
+
+    let signer = DevSigner::generate(ISSUER).map_err(|e| anyhow!("dev signer: {e}"))?;
+    let bench = Bench::new(t, &target, &signer)?;
+    let sampling = Sampling {
+        cold_runs: args.cold_runs,
+        warmup: args.warmup,
+        iterations: args.iterations,
+        budget: Some(Duration::from_secs(args.warm_seconds)),
+    };
+    let mut cases = Vec::new();
+    for case in CASES {
+        cases.push(rt.block_on(run_case(
+            catalog, &bench, t, &target, &ch_dir, case, &sampling,
+        ))?);
+    }
+    let cold_starts = rt.block_on(cold_starts(t, &bench, &bin_dir, args.cold_runs))?;
+    drop(bench);
+
+    let run = Run {
+        fleet,
+        catalog,
+        raw_rows: data.raw_rows,
+        signal_rows: data.signal_rows,
+        event_rows: data.event_rows,
+        seed: data.seed,
+        materialize: data.materialize,
+        raw_floor,
+        decoded_floor,
+        decode_only,
+        vehicle: format!("{} ({})", target.subject, target.vendor),
+        vehicle_rows,
+        clickhouse_load,
+        cases,
+        cold_starts,
+        total: started.elapsed(),
+    };
+    let body = render(&run);
+    print!("{body}");
+    if args.no_write {
+        eprintln!("--no-write: BENCHMARKS.md and BENCHMARKS.json left as is");
+        return Ok(());
+    }
+    let md = report::benchmarks_md();
+    report::update_section(&md, "bench", &body)?;
+    let json_path = md.with_extension("json");
+    std::fs::write(
+        &json_path,
+        serde_json::to_string_pretty(&to_json(&run))? + "\n",
+    )
+    .with_context(|| format!("write {}", json_path.display()))?;
+    println!("updated {} and {}", md.display(), json_path.display());
+    Ok(())
+}
+
+/// A path as a DuckDB string literal body (no quotes in our temp paths; refused otherwise).
+fn sql_path(p: &std::path::Path) -> anyhow::Result<String> {
+    let s = p.display().to_string();
+    ensure!(!s.contains('\''), "path {s} holds a quote");
+    Ok(s)
+}
+
+/// Checks the three answers of `case` equal, then times each engine.
+async fn run_case(
+    catalog: &str,
+    bench: &Bench<'_>,
+    t: &TestLake,
+    target: &Target,
+    ch_dir: &std::path::Path,
+    case: Case,
+    sampling: &Sampling,
+) -> anyhow::Result<CaseFigures> {
+    let served = case.served().context("every suite case is served")?;
+
+    // Answers first.
+    let mut inst = bench.open(served).await?;
+    let (_, ours) = bench.request(&mut inst, case).await?;
+    Bench::close(inst).await;
+    ensure!(
+        !ours.is_empty(),
+        "{} is empty for {}: pick a bigger fleet",
+        case.name(),
+        target.subject
+    );
+    let floor = Floor::open(t)?;
+    let (_, floor_answer) = floor.answer(case, target)?;
+    let mut ch = ChDb::spawn(ch_dir)?;
+    let (_, clickhouse_answer) = ch_answer(&mut ch, case, target, 1)?;
+    for (engine, answer) in [
+        ("DuckDB floor", &floor_answer),
+        ("ClickHouse", &clickhouse_answer),
+    ] {
+        if !ours.matches(answer) {
+            bail!(
+                "{}: the {engine} answer differs from dq's:\n  dq:    {ours:?}\n  {engine}: {answer:?}",
+                case.name()
+            );
+        }
+    }
+    eprintln!(
+        "[{catalog}] {}: dq, DuckDB floor and ClickHouse agree ({})",
+        case.name(),
+        ours.size()
+    );
+
+    // dq, served.
+    let timing = bench.time(catalog, case, served, sampling).await?;
+    let dq = Samples {
+        open: timing.open,
+        cold: timing.cold,
+        warm: timing.warm,
+    };
+
+    // Floor: cold on fresh instances, warm on the last one; memory from DuckDB's profiler.
+    drop(floor);
+    let mut s = Samples {
+        open: Vec::new(),
+        cold: Vec::new(),
+        warm: Vec::new(),
+    };
+    let mut last = None;
+    for _ in 0..sampling.cold_runs {
+        let started = Instant::now();
+        let f = Floor::open(t)?;
+        s.open.push(started.elapsed());
+        s.cold.push(f.answer(case, target)?.0);
+        last = Some(f);
+    }
+    let f = last.context("no floor instance")?;
+    for _ in 0..sampling.warmup {
+        f.answer(case, target)?;
+    }
+    let started = Instant::now();
+    while sampling.more(s.warm.len(), started.elapsed()) {
+        s.warm.push(f.answer(case, target)?.0);
+    }
+    let floor_memory = f.peak_memory(case, target)?;
+    drop(f);
+    let floor_samples = s;
+
+    // ClickHouse: cold = first query of a fresh session process; warm repeated in-process.
+    drop(ch);
+    let mut s = Samples {
+        open: Vec::new(),
+        cold: Vec::new(),
+        warm: Vec::new(),
+    };
+    let mut last: Option<ChDb> = None;
+    for _ in 0..sampling.cold_runs {
+        // One session per directory at a time: the previous process must be gone.
+        drop(last.take());
+        let mut ch = ChDb::spawn(ch_dir)?;
+        s.open.push(ch.open);
+        s.cold.push(ch_answer(&mut ch, case, target, 1)?.0[0]);
+        last = Some(ch);
+    }
+    let mut ch = last.context("no ClickHouse instance")?;
+    for _ in 0..sampling.warmup {
+        ch_answer(&mut ch, case, target, 1)?;
+    }
+    let started = Instant::now();
+    while sampling.more(s.warm.len(), started.elapsed()) {
+        let batch = (sampling.iterations - s.warm.len()).min(10);
+        s.warm.extend(ch_answer(&mut ch, case, target, batch)?.0);
+    }
+    drop(ch);
+    eprintln!(
+        "[{catalog}] {:<22} warm p50: dq {:.2} ms, floor {:.2} ms, ClickHouse {:.2} ms",
+        case.name(),
+        percentile(&dq.warm, 50.0),
+        percentile(&floor_samples.warm, 50.0),
+        percentile(&s.warm, 50.0)
+    );
+    Ok(CaseFigures {
+        case,
+        answer: ours.size(),
+        dq,
+        floor: floor_samples,
+        clickhouse: s,
+        floor_memory,
+    })
+}
+
+/// A fresh in-memory DuckDB attached to the lake, answering with plain SQL.
+struct Floor {
+    conn: duckdb::Connection,
+    /// dq's engine on the same instance, for the segment cases' one read.
+    engine: query::Engine,
+    _db: Arc<fetch::Db>,
+}
+
+/// `(data, data_base64)` as FetchService serves a row without a blob store: base64 text wins,
+/// else the JSON text.
+fn payload(data: Option<String>, b64: Option<String>) -> (Vec<u8>, String) {
+    match b64.filter(|s| !s.is_empty()) {
+        Some(b) => (Vec::new(), b),
+        None => (data.unwrap_or_default().into_bytes(), String::new()),
+    }
+}
+
+impl Floor {
+    fn open(t: &TestLake) -> anyhow::Result<Floor> {
+        let lake = t.open()?;
+        let conn = lake.connect()?;
+        let (engine, db) = graphql::http::share_lake(lake)?;
+        Ok(Floor {
+            conn,
+            engine,
+            _db: db,
+        })
+    }
+
+    /// The case's single statement and its parameter (`None` for the segment cases).
+    fn statement(case: Case, target: &Target) -> Option<String> {
+        let bucket = dq_cloudevent::bucket::subject_bucket(&target.subject);
+        let tsz = |us: i64| format!("make_timestamp({us}::BIGINT)::TIMESTAMPTZ");
+        Some(match case {
+            Case::Week | Case::Month => {
+                let (from, to) = if case == Case::Week {
+                    target.week
+                } else {
+                    target.month
+                };
+                format!(
+                    "SELECT ((epoch_us(\"timestamp\") - {from}) // {HOUR_US}) * {HOUR_US} + {from} AS b, \
+                     avg(value_number) FROM lake.signals \
+                     WHERE subject = ? AND subject_bucket = {bucket} AND name = '{SIGNAL}' \
+                     AND \"timestamp\" >= {} AND \"timestamp\" < {} GROUP BY b ORDER BY b",
+                    tsz(from),
+                    tsz(to)
+                )
+            }
+            Case::Latest => format!(
+                "SELECT epoch_us(max(last_seen)), \
+                 epoch_us(any_value(\"timestamp\") FILTER (WHERE name = '{SIGNAL}')), \
+                 any_value(value_number) FILTER (WHERE name = '{SIGNAL}'), \
+                 epoch_us(any_value(loc_ts) FILTER (WHERE name = '{c}')), \
+                 any_value(loc_lat) FILTER (WHERE name = '{c}'), \
+                 any_value(loc_lon) FILTER (WHERE name = '{c}') \
+                 FROM lake.signals_latest WHERE subject = ? AND subject_bucket = {bucket}",
+                c = graphql::schema::COORDINATES
+            ),
+            Case::ListEvents | Case::LatestEvent => {
+                let (bounds, limit) = if case == Case::ListEvents {
+                    (
+                        format!(
+                            " AND \"time\" > {} AND \"time\" < {}",
+                            tsz(target.day.0 - 1),
+                            tsz(target.day.1)
+                        ),
+                        LIST_LIMIT,
+                    )
+                } else {
+                    (String::new(), 1)
+                };
+                format!(
+                    "SELECT id, type, data, base64(data_base64) FROM lake.raw_events \
+                     WHERE subject = ?{bounds} ORDER BY \"time\" DESC, id DESC, type DESC LIMIT {limit}"
+                )
+            }
+            _ => return None,
+        })
+    }
+
+    fn answer(&self, case: Case, target: &Target) -> anyhow::Result<(Duration, Answer)> {
+        let started = Instant::now();
+        let Some(sql) = Self::statement(case, target) else {
+            return self.segments_answer(case, target, started);
+        };
+        let mut stmt = self.conn.prepare(&sql)?;
+        let answer = match case {
+            Case::Week | Case::Month => Answer::Buckets(
+                stmt.query_map([&target.subject], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?,
+            ),
+            Case::Latest => stmt.query_row([&target.subject], |r| {
+                let speed: (Option<i64>, Option<f64>) = (r.get(1)?, r.get(2)?);
+                let loc: (Option<i64>, Option<f64>, Option<f64>) =
+                    (r.get(3)?, r.get(4)?, r.get(5)?);
+                Ok(Answer::Latest {
+                    last_seen: r.get(0)?,
+                    speed: match speed {
+                        (Some(t), Some(v)) => Some((t, v)),
+                        _ => None,
+                    },
+                    location: match loc {
+                        (Some(t), Some(a), Some(o)) => Some((t, a, o)),
+                        _ => None,
+                    },
+                })
+            })?,
+            _ => Answer::Events(
+                stmt.query_map([&target.subject], |r| {
+                    let (data, b64) = payload(r.get(2)?, r.get(3)?);
+                    Ok((r.get(0)?, r.get(1)?, data, b64))
+                })?
+                .collect::<Result<_, _>>()?,
+            ),
+        };
+        Ok((started.elapsed(), answer))
+    }
+
+    /// The detector over the one ignition read, as dq runs it, without summaries.
+    fn segments_answer(
+        &self,
+        case: Case,
+        target: &Target,
+        started: Instant,
+    ) -> anyhow::Result<(Duration, Answer)> {
+        let source = query::activity::LakeSource::new(&self.engine);
+        let answer = detect(&source, case, target)?;
+        Ok((started.elapsed(), answer))
+    }
+
+    /// DuckDB's peak buffer memory while running the case's statement once more.
+    fn peak_memory(&self, case: Case, target: &Target) -> anyhow::Result<Option<u64>> {
+        let Some(sql) = Self::statement(case, target) else {
+            return Ok(None);
+        };
+        let out = std::env::temp_dir().join(testkit::unique_name("dq-bench-profile"));
+        let out = out.with_extension("json");
+        self.conn.execute_batch(&format!(
+            "PRAGMA enable_profiling = 'json'; PRAGMA profiling_output = '{}'; \
+             SET custom_profiling_settings = '{{\"SYSTEM_PEAK_BUFFER_MEMORY\": \"true\"}}'",
+            sql_path(&out)?
+        ))?;
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([&target.subject])?;
+        while rows.next()?.is_some() {}
+        drop(rows);
+        self.conn.execute_batch("PRAGMA disable_profiling")?;
+        let profile: Value = serde_json::from_str(
+            &std::fs::read_to_string(&out).with_context(|| format!("read {}", out.display()))?,
+        )?;
+        let _ = std::fs::remove_file(&out);
+        Ok(profile["system_peak_buffer_memory"].as_u64())
+    }
+}
+
+/// Segments or days of `case` through `source` and the shared detector.
+fn detect<S: query::segments::SignalSource>(
+    source: &S,
+    case: Case,
+    target: &Target,
+) -> anyhow::Result<Answer> {
+    let now = Utc::now();
+    Ok(match case {
+        Case::Segments => {
+            let req = SegmentsRequest::new(
+                target.subject.clone(),
+                utc(target.month.0),
+                utc(target.month.1),
+                Mechanism::IgnitionDetection,
+            );
+            let list = segments::segments(source, &req, now)?;
+            Answer::Segments(list.segments.iter().map(segment_key).collect())
+        }
+        Case::Daily => {
+            let plan = segments::plan_daily_activity(
+                &segments::DailyActivityRequest {
+                    subject: target.subject.clone(),
+                    from: utc(target.days.0),
+                    to: utc(target.days.1),
+                    mechanism: Mechanism::IgnitionDetection,
+                    config: None,
+                    timezone: Some(DAILY_ZONE.into()),
+                },
+                now,
+            )?;
+            let list = segments::segments(source, &plan.segments, now)?;
+            let days = segments::daily_activity(&plan.days, &list.segments);
+            Answer::Days(
+                plan.days
+                    .iter()
+                    .zip(days)
+                    .map(|(d, a)| {
+                        (
+                            d.start.timestamp_micros(),
+                            a.segment_count as i64,
+                            a.duration_seconds,
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        other => bail!("{} is not a segment case", other.name()),
+    })
+}
+
+/// ClickHouse's answer to `case`, run `repeat` times: the engine times and the answer.
+fn ch_answer(
+    ch: &mut ChDb,
+    case: Case,
+    target: &Target,
+    repeat: usize,
+) -> anyhow::Result<(Vec<Duration>, Answer)> {
+    let s = lit(&target.subject);
+    let sql = match case {
+        Case::Week | Case::Month => {
+            let (from, to) = if case == Case::Week {
+                target.week
+            } else {
+                target.month
+            };
+            format!(
+                "SELECT intDiv(toUnixTimestamp64Micro(ts) - {from}, {HOUR_US}) * {HOUR_US} + {from} AS b, \
+                 avg(value_number) FROM signals WHERE subject = {s} AND name = '{SIGNAL}' \
+                 AND ts >= {} AND ts < {} GROUP BY b ORDER BY b",
+                ts_lit(from),
+                ts_lit(to)
+            )
+        }
+        Case::Latest => format!(
+            "SELECT toUnixTimestamp64Micro(max(ts)), \
+             toUnixTimestamp64Micro(maxIf(ts, name = '{SIGNAL}')), \
+             argMaxIf(value_number, ts, name = '{SIGNAL}'), \
+             toUnixTimestamp64Micro(maxIf(ts, {fix})), argMaxIf(loc_lat, ts, {fix}), \
+             argMaxIf(loc_lon, ts, {fix}), countIf({fix}) \
+             FROM signals WHERE subject = {s}",
+            fix = format!(
+                "name = '{}' AND (loc_lat != 0 OR loc_lon != 0)",
+                graphql::schema::COORDINATES
+            )
+        ),
+        Case::ListEvents | Case::LatestEvent => {
+            let (bounds, limit) = if case == Case::ListEvents {
+                (
+                    format!(
+                        " AND ts > {} AND ts < {}",
+                        ts_lit(target.day.0 - 1),
+                        ts_lit(target.day.1)
+                    ),
+                    LIST_LIMIT,
+                )
+            } else {
+                (String::new(), 1)
+            };
+            format!(
+                "SELECT id, type, data, data_base64 FROM raw_events WHERE subject = {s}{bounds} \
+                 ORDER BY ts DESC, id DESC, type DESC LIMIT {limit}"
+            )
+        }
+        Case::Segments | Case::Daily => {
+            let mut times = Vec::with_capacity(repeat);
+            let mut answer = None;
+            for _ in 0..repeat.max(1) {
+                let started = Instant::now();
+                let source = ChSource::new(ch);
+                answer = Some(detect(&source, case, target)?);
+                times.push(started.elapsed());
+            }
+            return Ok((times, answer.context("no answer")?));
+        }
+        Case::Probe => bail!("the probe has no ClickHouse form"),
+    };
+    let (times, rows) = ch.query(&sql, repeat)?;
+    let str_of = |v: &Value| v.as_str().map(str::to_owned);
+    let answer = match case {
+        Case::Week | Case::Month => Answer::Buckets(
+            rows.iter()
+                .map(|r| Ok((clickhouse::int(&r[0])?, clickhouse::float(&r[1])?)))
+                .collect::<anyhow::Result<_>>()?,
+        ),
+        Case::Latest => {
+            let r = rows.first().context("no latest row")?;
+            let f = |i: usize| clickhouse::float(&r[i]).map(|v| v.unwrap_or(0.0));
+            let has_speed = r[1] != Value::Null && clickhouse::int(&r[1])? > 0;
+            let has_fix = clickhouse::int(&r[6])? > 0;
+            Answer::Latest {
+                last_seen: Some(clickhouse::int(&r[0])?),
+                speed: if has_speed {
+                    Some((clickhouse::int(&r[1])?, f(2)?))
+                } else {
+                    None
+                },
+                location: if has_fix {
+                    Some((clickhouse::int(&r[3])?, f(4)?, f(5)?))
+                } else {
+                    None
+                },
+            }
+        }
+        _ => Answer::Events(
+            rows.iter()
+                .map(|r| {
+                    let (data, b64) = payload(str_of(&r[2]), str_of(&r[3]));
+                    Ok((
+                        str_of(&r[0]).context("id")?,
+                        str_of(&r[1]).context("type")?,
+                        data,
+                        b64,
+                    ))
+                })
+                .collect::<anyhow::Result<_>>()?,
+        ),
+    };
+    Ok((times, answer))
+}
+
+/// Process start → first answer of each query function, run as a local server on the lake.
+async fn cold_starts(
+    t: &TestLake,
+    bench: &Bench<'_>,
+    bin_dir: &std::path::Path,
+    runs: usize,
+) -> anyhow::Result<Vec<ColdStart>> {
+    // The functions fetch the signer's JWKS from here, as from the token exchange in production.
+    let jwks = Arc::new(bench.signer_jwks());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let jwks_url = format!("http://{}/jwks.json", listener.local_addr()?);
+    let app = axum::Router::new().route(
+        "/jwks.json",
+        axum::routing::get(move || {
+            let jwks = Arc::clone(&jwks);
+            async move { ([("content-type", "application/json")], (*jwks).clone()) }
+        }),
+    );
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    let mut env: BTreeMap<&str, String> = BTreeMap::new();
+    env.insert(
+        lake::config::DUCKLAKE_CATALOG_DSN,
+        match &t.config.catalog {
+            lake::Catalog::File(p) => p.display().to_string(),
+            lake::Catalog::Postgres(dsn) => dsn.clone(),
+        },
+    );
+    if let Some(p) = &t.config.data_path {
+        env.insert(lake::config::DUCKLAKE_DATA_PATH, p.clone());
+    }
+    env.insert(lake::config::DUCKLAKE_READ_ONLY, "true".into());
+    env.insert(
+        lake::config::DUCKDB_EXTENSION_DIR,
+        t.config.extension_dir.display().to_string(),
+    );
+    env.insert(auth::config::TOKEN_EXCHANGE_ISSUER_URL, ISSUER.into());
+    env.insert(auth::config::TOKEN_EXCHANGE_JWK_KEY_SET_URL, jwks_url);
+
+    let http = reqwest::Client::new();
+    let mut out = Vec::new();
+    for (function, first_answer) in [
+        ("graphql", "signalsLatest over HTTP"),
+        ("fetch", "ListCloudEvents over gRPC"),
+    ] {
+        let mut samples = Vec::new();
+        for _ in 0..runs {
+            let port = testkit::free_port()?;
+            let started = Instant::now();
+            let mut child = Command::new(bin_dir.join(function))
+                .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+                .env("PORT", port.to_string())
+                .env(fetch::server::PORT_GRPC, port.to_string())
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .with_context(|| format!("start {function}"))?;
+            let answered = first_answer_of(function, port, bench, &http).await;
+            let took = started.elapsed();
+            let _ = child.kill();
+            let _ = child.wait();
+            answered.with_context(|| format!("{function} never answered"))?;
+            samples.push(took);
+        }
+        eprintln!(
+            "{function}: process start → first answer p50 {:.0} ms",
+            percentile(&samples, 50.0)
+        );
+        out.push(ColdStart {
+            function,
+            first_answer,
+            samples,
+        });
+    }
+    server.abort();
+    Ok(out)
+}
+
+/// Polls the freshly started function until it answers its first real request (30 s at most).
+async fn first_answer_of(
+    function: &str,
+    port: u16,
+    bench: &Bench<'_>,
+    http: &reqwest::Client,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let attempt: anyhow::Result<()> = async {
+            if function == "graphql" {
+                let resp = http
+                    .post(format!("http://127.0.0.1:{port}/query"))
+                    .bearer_auth(bench.graphql_token())
+                    .json(&json!({ "query": bench.graphql_document(Case::Latest) }))
+                    .send()
+                    .await?;
+                let body: Value = resp.json().await?;
+                ensure!(
+                    body.get("errors").is_none() && body["data"]["signalsLatest"].is_object(),
+                    "answer {body}"
+                );
+            } else {
+                bench.grpc_probe(port).await?;
+            }
+            Ok(())
+        }
+        .await;
+        match attempt {
+            Ok(()) => return Ok(()),
+            Err(e) if Instant::now() > deadline => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(2)).await,
+        }
+    }
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 && a.is_finite() && b.is_finite() {
+        format!("{:.2}×", a / b)
+    } else {
+        "—".into()
+    }
+}
+
+fn ms(v: f64) -> String {
+    crate::query::ms(v)
+}
+
+fn per_sec(n: u64, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64().max(1e-9)
+}
+
+fn render(run: &Run) -> String {
+    let f = &run.fleet;
+    let mut out = format!(
+        "## All cases in one run: dq beside the DuckDB floor and ClickHouse\n\n\
+         `make bench`: one {}-vehicle × {}-day fleet at {} status payloads/min (seed {}), seeded by \
+         the din simulator into a DuckLake on the {} catalog and drained by the materializer, then \
+         every query case asked about one vehicle (`{}`, {} signal rows) by three engines: **dq** \
+         through its served path (GraphQL over HTTP/1.1 or FetchService over gRPC HTTP/2, real \
+         tokens, client in the same process), the **floor** — plain DuckDB 1.5.4 SQL on a fresh \
+         in-memory DuckDB attached to the same DuckLake (for the segment cases: the detector's \
+         ignition read plus the shared detector, without the summaries dq adds) — and \
+         **ClickHouse**: chDB (PyPI `chdb`, ClickHouse 26.9) over the same rows loaded into \
+         MergeTree tables ordered by (subject, name, timestamp) and (subject, time), loaded in \
+         {:.0} s. The three answers are checked equal before timing; a mismatch fails the run. \
+         Cold = first request on a freshly opened instance (DuckDB: attach; ClickHouse: a new \
+         chDB session process); warm = up to the stated number of sequential requests on one \
+         instance, percentiles nearest-rank. dq's figures include HTTP/gRPC, auth and JSON/protobuf; \
+         the floor's include the DuckDB call only; ClickHouse's are timed inside the chDB process \
+         around the query (segment cases: wall time of the reads through the pipe plus the \
+         detector). Ratios are dq ÷ engine: below 1× dq is faster. Memory: DuckDB's \
+         `system_peak_buffer_memory` for the floor statement (the engine dq runs, the same \
+         scan). Whole run: {:.1} min. Measured on {}.\n\n",
+        f.vehicles,
+        f.days,
+        f.signals_per_minute,
+        f.seed,
+        run.catalog,
+        run.vehicle,
+        run.vehicle_rows,
+        run.clickhouse_load.as_secs_f64(),
+        run.total.as_secs_f64() / 60.0,
+        report::machine(),
+    );
+    let ours = per_sec(run.raw_rows, run.materialize);
+    let floor = per_sec(run.raw_rows, run.raw_floor);
+    out.push_str(&format!(
+        "### Materializer\n\n\
+         | raw events | decoded signal rows | event rows | seed (din simulator) s | materializer events/s | \
+         floor (`INSERT … SELECT` of the raw rows) rows/s | dq ÷ floor | decoded-rows floor rows/s | \
+         decode-only events/s (1 thread) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
+         | {} | {} | {} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {:.0} |\n",
+        run.raw_rows,
+        run.signal_rows,
+        run.event_rows,
+        run.seed.as_secs_f64(),
+        ours,
+        floor,
+        ratio(ours, floor),
+        per_sec(run.signal_rows, run.decoded_floor),
+        per_sec(run.raw_rows, run.decode_only),
+    ));
+    out.push_str(
+        "\n### Queries (ms)\n\n\
+         | case | answer | engine | open p50 | cold p50 | cold p95 | cold p99 | warm p50 | warm p95 | warm p99 | warm n | warm p50 dq ÷ engine | cold p50 dq ÷ engine | peak DuckDB memory |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for c in &run.cases {
+        let dq_warm = percentile(&c.dq.warm, 50.0);
+        let dq_cold = percentile(&c.dq.cold, 50.0);
+        for (engine, s) in [
+            ("dq", &c.dq),
+            ("DuckDB floor", &c.floor),
+            ("ClickHouse", &c.clickhouse),
+        ] {
+            let memory = match (engine, c.floor_memory) {
+                ("DuckDB floor", Some(b)) => format!("{:.1} MiB", b as f64 / 1048576.0),
+                _ => "—".into(),
+            };
+            let (rw, rc) = if engine == "dq" {
+                ("1×".into(), "1×".into())
+            } else {
+                (
+                    ratio(dq_warm, percentile(&s.warm, 50.0)),
+                    ratio(dq_cold, percentile(&s.cold, 50.0)),
+                )
+            };
+            out.push_str(&format!(
+                "| {} | {} | {engine} | {} | {} | {} | {} | {} | {} | {} | {} | {rw} | {rc} | {memory} |\n",
+                c.case.name(),
+                c.answer,
+                ms(percentile(&s.open, 50.0)),
+                ms(percentile(&s.cold, 50.0)),
+                ms(percentile(&s.cold, 95.0)),
+                ms(percentile(&s.cold, 99.0)),
+                ms(percentile(&s.warm, 50.0)),
+                ms(percentile(&s.warm, 95.0)),
+                ms(percentile(&s.warm, 99.0)),
+                s.warm.len(),
+            ));
+        }
+    }
+    out.push_str(
+        "\n### Query functions: cold start (process start → first answer, local server on the same lake)\n\n\
+         | function | first request | p50 ms | max ms | samples |\n|---|---|---:|---:|---:|\n",
+    );
+    for c in &run.cold_starts {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            c.function,
+            c.first_answer,
+            ms(percentile(&c.samples, 50.0)),
+            ms(percentile(&c.samples, 100.0)),
+            c.samples.len()
+        ));
+    }
+    out
+}
+
+fn to_json(run: &Run) -> Value {
+    json!({
+        "machine": report::machine(),
+        "catalog": run.catalog,
+        "fleet": {
+            "vehicles": run.fleet.vehicles,
+            "days": run.fleet.days,
+            "signals_per_minute": run.fleet.signals_per_minute,
+            "seed": run.fleet.seed,
+        },
+        "total_seconds": run.total.as_secs_f64(),
+        "materializer": {
+            "raw_events": run.raw_rows,
+            "signal_rows": run.signal_rows,
+            "event_rows": run.event_rows,
+            "seed_seconds": run.seed.as_secs_f64(),
+            "materialize_seconds": run.materialize.as_secs_f64(),
+            "events_per_second": per_sec(run.raw_rows, run.materialize),
+            "raw_floor_rows_per_second": per_sec(run.raw_rows, run.raw_floor),
+            "decoded_floor_rows_per_second": per_sec(run.signal_rows, run.decoded_floor),
+            "decode_only_events_per_second": per_sec(run.raw_rows, run.decode_only),
+        },
+        "vehicle": run.vehicle,
+        "clickhouse_load_seconds": run.clickhouse_load.as_secs_f64(),
+        "queries": run.cases.iter().map(|c| json!({
+            "case": c.case.name(),
+            "answer": c.answer,
+            "dq": c.dq.to_json(),
+            "duckdb_floor": c.floor.to_json(),
+            "clickhouse": c.clickhouse.to_json(),
+            "floor_peak_buffer_memory_bytes": c.floor_memory,
+        })).collect::<Vec<_>>(),
+        "cold_starts": run.cold_starts.iter().map(|c| json!({
+            "function": c.function,
+            "first_request": c.first_answer,
+            "ms": c.samples.iter().map(|d| d.as_secs_f64() * 1e3).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
