@@ -11,7 +11,7 @@ DEMO_DIR ?= $(CURDIR)/.local/demo
 DEMO_VEHICLES ?= 12
 DEMO_DAYS ?= 2
 
-.PHONY: help extensions venv bench-venv build fmt lint test test-only fuzz-build demo bench bench-decode bench-materializer bench-query chaos clean-demo
+.PHONY: help extensions venv bench-venv build fmt lint test test-only fuzz-build demo bench bench-decode bench-materializer bench-query chaos reliability clean-demo
 
 help:
 	@echo "make demo          seed a local lake, decode it, serve GraphQL + FetchService (prints a curl)"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService, segments, dailyActivity (200 vehicles x 30 days, file + PostgreSQL)"
 	@echo "make bench         every case in one run (200 vehicles x 30 days, PostgreSQL) beside the DuckDB floor and ClickHouse (chDB); BENCHMARKS.md + BENCHMARKS.json"
 	@echo "make chaos         long chaos run: SIGKILL the materializer 200 times while din writes"
+	@echo "make reliability   fault, hostile-input, secrets and load tests (long variants); writes RELIABILITY.md"
 
 extensions:
 	@scripts/extensions.sh "$(DUCKDB_EXTENSION_DIR)"
@@ -87,6 +88,14 @@ bench: extensions bench-venv
 # The long variant of the chaos test that `make test` runs with 25 kills.
 chaos: extensions venv
 	DQ_CHAOS_KILLS=200 $(CARGO) test --workspace --no-fail-fast sigkill_at_random_points -- --nocapture
+
+# The reliability tests with their figures (short variants of the same tests run in `make test`).
+RELIABILITY_DIR ?= $(CURDIR)/.local/reliability
+reliability: extensions venv
+	rm -rf "$(RELIABILITY_DIR)"
+	DQ_RELIABILITY_DIR="$(RELIABILITY_DIR)" DQ_LOAD_SECONDS=30 DQ_LOAD_CLIENTS=16 \
+		$(CARGO) test --workspace --no-fail-fast -- faults:: hostile:: load:: rejected_tokens
+	python3 scripts/reliability-report.py "$(RELIABILITY_DIR)" RELIABILITY.md "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
 # ---- AWS SAM deployment (README "Deploy (AWS SAM)") ----
 LAMBDA_DIR ?= $(CURDIR)/.local/lambda

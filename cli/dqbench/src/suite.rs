@@ -66,6 +66,9 @@ pub struct Args {
     no_write: bool,
 }
 
+/// DuckDB memory limit of the floor and decode-only phases.
+const FLOOR_MEMORY_LIMIT: &str = "8GB";
+
 /// The query cases of the run, in report order.
 const CASES: [Case; 7] = [
     Case::Week,
@@ -170,14 +173,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let t = &data.lake;
 
     eprintln!("[{catalog}] materializer floors and decode-only rate …");
-    let (raw_floor, decoded_floor, decode_only) = {
-        let lake = t.open()?;
+    // DuckDB's default memory limit is 80% of the machine; the decode-only phase then holds
+    // the raw rows in this process too, so both get a bounded share.
+    let bounded = |c: &mut lake::LakeConfig| c.memory_limit = Some(FLOOR_MEMORY_LIMIT.into());
+    let (raw_floor, decoded_floor) = {
+        let lake = t.open_with(bounded)?;
         (
             materializer::copy_time(&lake, "raw_events", "bench_floor_raw")?,
             materializer::copy_time(&lake, "signals", "bench_floor_signals")?,
-            materializer::decode_time(&rt, &lake)?,
         )
     };
+    let decode_only = materializer::decode_time(&rt, &t.open_with(bounded)?)?;
 
     let (target, vehicle_rows) = crate::query::target(t, &Fleet::new(fleet.clone())?)?;
     eprintln!(
@@ -191,7 +197,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let export = t.path("export");
         std::fs::create_dir_all(&export)?;
         let (signals, raw) = (export.join("signals.parquet"), export.join("raw.parquet"));
-        let lake = t.open()?;
+        let lake = t.open_with(bounded)?;
         let conn = lake.connect()?;
         conn.execute_batch(&format!(
             "COPY (SELECT subject, name, epoch_us(\"timestamp\") AS ts, source, value_number, \

@@ -6,6 +6,9 @@
 //!   [`Postgres::create_database`] an isolated database per test.
 //! - [`Moto`]: a throwaway moto server for the S3 and DynamoDB APIs; [`shared_moto`] gives one per
 //!   test binary.
+//! - [`logs`]: captured log output and the no-secrets assertion of the fault tests.
+//! - [`FaultProxy`]: an HTTP proxy to put in front of moto that answers 5xx, throttles or delays
+//!   on demand (the fault tests' S3 and DynamoDB failures).
 //! - Small helpers: [`free_port`], [`workspace_root`], [`unique_name`], and a minimal HTTP client
 //!   in [`http`].
 //!
@@ -29,8 +32,10 @@
 //! # Layout
 //! - `postgres.rs`: [`Postgres`], [`shared_postgres`].
 //! - `moto.rs`: [`Moto`], [`shared_moto`].
+//! - `faultproxy.rs`: [`FaultProxy`], [`Fault`].
 //! - `instance.rs`: instance directories, the watchdog and the sweep.
 //! - [`http`]: one-shot HTTP/1.1 requests to local services.
+//! - [`logs`]: log capture.
 //! - `error.rs`: [`Error`], [`Result`].
 //!
 //! # Example
@@ -44,8 +49,10 @@
 #![warn(missing_docs)]
 
 mod error;
+mod faultproxy;
 pub mod http;
 mod instance;
+pub mod logs;
 mod moto;
 mod postgres;
 
@@ -54,6 +61,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{Error, Result};
+pub use faultproxy::{Fault, FaultProxy};
 pub use moto::{shared_moto, Moto, ACCESS_KEY, REGION, SECRET_KEY, VENV_ENV};
 pub use postgres::{
     shared_postgres, Postgres, DEFAULT_PG_BIN, DEFAULT_PG_USER, PG_BIN_ENV, PG_USER_ENV,
@@ -100,6 +108,20 @@ fn find_workspace_root(start: &Path) -> Option<PathBuf> {
             .any(|line| line.trim() == "[workspace]")
             .then(|| dir.to_path_buf())
     })
+}
+
+/// Prints a reliability figure (a JSON text) to stderr and, when `DQ_RELIABILITY_DIR` is set
+/// (`make reliability`), writes it to `<dir>/<name>.json`, the input of RELIABILITY.md.
+///
+/// # Panics
+/// When the directory or file cannot be written: a report run must not lose figures silently.
+pub fn report_figures(name: &str, json: &str) {
+    eprintln!("{name}: {json}");
+    if let Some(dir) = std::env::var_os("DQ_RELIABILITY_DIR") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("create DQ_RELIABILITY_DIR");
+        std::fs::write(dir.join(format!("{name}.json")), json).expect("write a reliability figure");
+    }
 }
 
 /// Returns `<prefix>-<pid>-<n>-<random>`: unique across the tests of a process and, with high

@@ -1,8 +1,10 @@
 //! Acceptance 8: every materializer sample event in `events/` goes through [`handler`] (no
 //! runtime involved), on a file catalog and a PostgreSQL catalog. New handler tests go here;
-//! `chaos.rs` kills the real binary (acceptance 3).
+//! `chaos.rs` kills the real binary (acceptance 3); `faults.rs` restarts PostgreSQL, invokes a
+//! tick twice and hits the deadline (issue 10).
 
 mod chaos;
+mod faults;
 
 use fn_materializer::{handler, Context, LocalArgs};
 use lake::backend_tests;

@@ -5,7 +5,8 @@
 //! - `grpc_web.rs`: the same service over HTTP/1.1 `application/grpc-web+proto`;
 //! - `access.rs`: unauthenticated, expired, wrong-subject and IAM callers;
 //! - `lambda.rs`: the sample API Gateway events in `events/` through the Lambda adapter;
-//! - `blobs.rs`: externalized payloads on moto S3, sealed.
+//! - `blobs.rs`: externalized payloads on moto S3, sealed;
+//! - `hostile.rs`: garbage bodies and injection strings for every RPC (issue 10).
 //!
 //! One seeded lake and its servers are shared by the whole binary (read-only tests).
 
@@ -13,6 +14,7 @@ mod access;
 mod blobs;
 mod grpc;
 mod grpc_web;
+mod hostile;
 mod lambda;
 mod search;
 
@@ -234,6 +236,12 @@ impl Fixture {
     /// `Bearer <token>` for vehicle `token` with `permissions`.
     pub fn bearer(&self, token: u32, permissions: &[Permission]) -> String {
         let claims = DevClaims::vehicle(subject(token), permissions);
+        format!("Bearer {}", self.signer.mint(&claims).unwrap())
+    }
+
+    /// `Bearer <token>` with the raw-data permission for any `subject` string (hostile tests).
+    pub fn bearer_for(&self, subject: &str) -> String {
+        let claims = DevClaims::vehicle(subject, &[Permission::GetRawData]);
         format!("Bearer {}", self.signer.mint(&claims).unwrap())
     }
 

@@ -75,7 +75,7 @@ async fn rejected_tokens() {
         )
         .unwrap();
 
-    for (what, token) in [
+    let forgeries = [
         ("expired", f.signer.mint(&expired).unwrap()),
         ("wrong audience", f.signer.mint(&wrong_aud).unwrap()),
         ("wrong issuer", f.signer.mint(&wrong_iss).unwrap()),
@@ -83,10 +83,19 @@ async fn rejected_tokens() {
         ("HS256 with the public key", hs256),
         ("unknown kid", unknown_kid),
         ("garbage", "not.a.jwt".into()),
-    ] {
-        let (status, body) = f.gql(Some(&token), &q).await;
+    ];
+    for (what, token) in &forgeries {
+        let (status, body) = f.gql(Some(token), &q).await;
         assert_eq!((status, &body), (401, &invalid), "{what}");
     }
+    crate::report(
+        "jwt-forgeries",
+        &json!({
+            "forgeries": forgeries.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+            "rejected_with_401": forgeries.len(),
+            "served": 0,
+        }),
+    );
 
     // A malformed Authorization header is a 500 (go-jwt-middleware's default handler).
     let req = http::Request::post("/query")

@@ -8,10 +8,14 @@
 //! - `cloud_events.rs`: cloudEvents / latestCloudEvent / availableCloudEventTypes.
 //! - `routes.rs`: routes, limits, error shapes, null vs empty.
 //! - `segments.rs`: `segments` / `dailyActivity` (pages, summaries, validation, time zones).
+//! - `hostile.rs`: generated hostile documents and SQL injection payloads (issue 10).
+//! - `faults.rs`: the PostgreSQL catalog restarted under queries (issue 10).
 
 mod aggregations;
 mod authn;
 mod cloud_events;
+mod faults;
+mod hostile;
 mod routes;
 mod ruptela;
 mod sdl;
@@ -100,7 +104,16 @@ pub async fn fixture_full(
     limits: Limits,
     identity_url: Option<String>,
 ) -> Fixture {
-    let t = TestLake::new(Backend::File);
+    fixture_in(TestLake::new(Backend::File), events, limits, identity_url).await
+}
+
+/// As [`fixture_full`], on the given (not yet created) lake.
+pub async fn fixture_in(
+    t: TestLake,
+    events: &[RawEvent],
+    limits: Limits,
+    identity_url: Option<String>,
+) -> Fixture {
     {
         let lake = t.open().unwrap();
         lake::raw::ensure(&lake).unwrap();
@@ -207,4 +220,9 @@ impl Fixture {
 /// Floats compare with a relative tolerance (SQL sums in another order than the test).
 pub fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Reports a reliability figure ([`testkit::report_figures`]).
+pub fn report(name: &str, figures: &Value) {
+    testkit::report_figures(name, &serde_json::to_string_pretty(figures).unwrap());
 }
