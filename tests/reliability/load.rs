@@ -46,6 +46,20 @@ struct Tally {
     errors: Vec<String>,
 }
 
+impl Tally {
+    /// The clients' tallies summed.
+    async fn join(tasks: Vec<tokio::task::JoinHandle<Tally>>) -> Tally {
+        let mut all = Tally::default();
+        for task in tasks {
+            let t = task.await.unwrap();
+            all.ok.extend(t.ok);
+            all.refused += t.refused;
+            all.errors.extend(t.errors);
+        }
+        all
+    }
+}
+
 #[test]
 fn load_while_the_materializer_runs() {
     let seconds = env_or("DQ_LOAD_SECONDS", 6);
@@ -253,21 +267,7 @@ fn load_while_the_materializer_runs() {
                     tally
                 }));
             }
-            let mut graphql = Tally::default();
-            for task in graphql_tasks {
-                let t = task.await.unwrap();
-                graphql.ok.extend(t.ok);
-                graphql.refused += t.refused;
-                graphql.errors.extend(t.errors);
-            }
-            let mut grpc = Tally::default();
-            for task in grpc_tasks {
-                let t = task.await.unwrap();
-                grpc.ok.extend(t.ok);
-                grpc.refused += t.refused;
-                grpc.errors.extend(t.errors);
-            }
-            (graphql, grpc)
+            (Tally::join(graphql_tasks).await, Tally::join(grpc_tasks).await)
         });
         writer.join().unwrap();
         let (passes, errors) = drainer.join().unwrap();

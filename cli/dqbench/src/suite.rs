@@ -471,18 +471,9 @@ impl Floor {
                 c = graphql::schema::COORDINATES
             ),
             Case::ListEvents | Case::LatestEvent => {
-                let (bounds, limit) = if case == Case::ListEvents {
-                    (
-                        format!(
-                            " AND \"time\" > {} AND \"time\" < {}",
-                            tsz(target.day.0 - 1),
-                            tsz(target.day.1)
-                        ),
-                        LIST_LIMIT,
-                    )
-                } else {
-                    (String::new(), 1)
-                };
+                let (bounds, limit) = events_scope(case, target, |a, b| {
+                    format!(" AND \"time\" > {} AND \"time\" < {}", tsz(a), tsz(b))
+                });
                 format!(
                     "SELECT id, type, data, base64(data_base64) FROM lake.raw_events \
                      WHERE subject = ?{bounds} ORDER BY \"time\" DESC, id DESC, type DESC LIMIT {limit}"
@@ -617,6 +608,17 @@ fn detect<S: query::segments::SignalSource>(
     })
 }
 
+/// The cloud-event cases' extra predicate (strict bounds around the busiest day, rendered by
+/// `bounds`) and limit: `ListCloudEvents` reads one day, `GetLatestCloudEvent` the newest event.
+fn events_scope(case: Case, target: &Target, bounds: impl Fn(i64, i64) -> String) -> (String, i32) {
+    if case == Case::ListEvents {
+        // One µs before midnight: the bounds are strict, as FetchService's are.
+        (bounds(target.day.0 - 1, target.day.1), LIST_LIMIT)
+    } else {
+        (String::new(), 1)
+    }
+}
+
 /// ClickHouse's answer to `case`, run `repeat` times: the engine times and the answer.
 fn ch_answer(
     ch: &mut ChDb,
@@ -653,18 +655,9 @@ fn ch_answer(
             )
         ),
         Case::ListEvents | Case::LatestEvent => {
-            let (bounds, limit) = if case == Case::ListEvents {
-                (
-                    format!(
-                        " AND ts > {} AND ts < {}",
-                        ts_lit(target.day.0 - 1),
-                        ts_lit(target.day.1)
-                    ),
-                    LIST_LIMIT,
-                )
-            } else {
-                (String::new(), 1)
-            };
+            let (bounds, limit) = events_scope(case, target, |a, b| {
+                format!(" AND ts > {} AND ts < {}", ts_lit(a), ts_lit(b))
+            });
             format!(
                 "SELECT id, type, data, data_base64 FROM raw_events WHERE subject = {s}{bounds} \
                  ORDER BY ts DESC, id DESC, type DESC LIMIT {limit}"

@@ -110,6 +110,51 @@ fn find_workspace_root(start: &Path) -> Option<PathBuf> {
     })
 }
 
+/// A deterministic xorshift64* generator: the same generated inputs every run, no dependency
+/// (the hostile-input tests).
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from `seed` (0 is replaced: xorshift would stay at 0).
+    pub fn new(seed: u64) -> XorShift {
+        XorShift(seed.max(1))
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// One of `items` (which must not be empty).
+    pub fn pick<T: Clone>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())].clone()
+    }
+
+    /// `n` random bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
+    }
+}
+
+/// Error texts grouped for a report: each distinct first line (cut at 160 characters) with how
+/// often it occurred.
+pub fn error_kinds(errors: &[String]) -> std::collections::BTreeMap<String, usize> {
+    let mut kinds = std::collections::BTreeMap::new();
+    for e in errors {
+        let line: String = e.lines().next().unwrap_or("").chars().take(160).collect();
+        *kinds.entry(line).or_insert(0) += 1;
+    }
+    kinds
+}
+
 /// Prints a reliability figure (a JSON text) to stderr and, when `DQ_RELIABILITY_DIR` is set
 /// (`make reliability`), writes it to `<dir>/<name>.json`, the input of RELIABILITY.md.
 ///

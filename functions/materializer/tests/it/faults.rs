@@ -141,7 +141,7 @@ fn postgres_restart_mid_pass() {
         "materializer-postgres-restart",
         &json!({
             "raw_events": raw, "restarts": restarts, "invocations": invocations,
-            "failed_invocations": failures.len(), "errors": failures,
+            "failed_invocations": failures.len(), "errors": testkit::error_kinds(&failures),
             "signal_rows": signals, "event_rows": events, "lost": 0, "duplicated": 0,
             "log_lines_checked_for_secrets": log_lines,
         }),

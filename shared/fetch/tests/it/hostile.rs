@@ -66,20 +66,6 @@ fn post_raw(addr: SocketAddr, method: &str, body: Vec<u8>, authorization: &str) 
     })
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
 fn baseline(addr: SocketAddr) -> Vec<String> {
     let f = fixture();
     let req = ListCloudEventsRequest {
@@ -106,7 +92,7 @@ fn garbage_bodies_get_a_grpc_status() {
     let f = fixture();
     let before = baseline(f.strict);
     let owner = f.owner();
-    let mut rng = Rng(0xfeed_beef_0000_0001);
+    let mut rng = testkit::XorShift::new(0xfeed_beef_0000_0001);
     let mut by_status: BTreeMap<i32, usize> = BTreeMap::new();
     let mut calls = 0;
     for method in METHODS {
@@ -114,7 +100,7 @@ fn garbage_bodies_get_a_grpc_status() {
             let body = match i % 5 {
                 // Random protobuf bytes, correctly framed.
                 0 | 1 => {
-                    let n = (rng.next() % 300) as usize;
+                    let n = (rng.next_u64() % 300) as usize;
                     frame(&rng.bytes(n))
                 }
                 // A frame whose length lies.
