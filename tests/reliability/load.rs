@@ -113,7 +113,7 @@ fn load_while_the_materializer_runs() {
     // The servers, each on its own DuckDB instance as in Lambda.
     let limit = clients.saturating_sub(1).max(1);
     let (graphql_addr, grpc_addr) = rt.block_on(async {
-        let (engine, db) = graphql::http::share_lake(t.open().unwrap()).unwrap();
+        let (engine, db) = graphql::http::share_lake(t.open().unwrap());
         let state = graphql::AppState::new(
             graphql::schema::build().unwrap(),
             Arc::new(engine),

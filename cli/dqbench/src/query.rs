@@ -740,7 +740,7 @@ impl<'a> Bench<'a> {
         let listener = || tokio::net::TcpListener::bind("127.0.0.1:0");
         Ok(match path {
             Path::Sql => {
-                let (engine, db) = graphql::http::share_lake(lake)?;
+                let (engine, db) = graphql::http::share_lake(lake);
                 Instance::Sql {
                     engine,
                     db,
@@ -748,7 +748,7 @@ impl<'a> Bench<'a> {
                 }
             }
             Path::Graphql => {
-                let (engine, db) = graphql::http::share_lake(lake)?;
+                let (engine, db) = graphql::http::share_lake(lake);
                 let schema = graphql::schema::build().map_err(|e| anyhow!("schema: {e}"))?;
                 let state = graphql::AppState::new(
                     schema,

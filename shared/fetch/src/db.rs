@@ -1,11 +1,12 @@
 //! A small pool of DuckDB connections to one [`Lake`], used from async code: each read runs on
 //! the blocking pool, and a read whose caller gave up (deadline, cancelled RPC) is interrupted
-//! rather than left running.
+//! rather than left running. A read that finds the DuckDB instance invalidated fails and has the
+//! lake reopened for the next one ([`SharedLake`]).
 
 use crate::error::{FetchError, Result};
 use crate::search::Reader;
 use lake::duckdb::Connection;
-use lake::{Lake, Redactor};
+use lake::{Lake, SharedLake};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Connections kept idle for reuse; more may be open while busy.
@@ -13,9 +14,10 @@ const MAX_IDLE: usize = 8;
 
 /// Shared read access to the lake.
 pub struct Db {
-    lake: Mutex<Lake>,
-    idle: Mutex<Vec<Connection>>,
-    redactor: Redactor,
+    // Idle connections with the lake generation they were opened in; before the lake, so they
+    // close first.
+    idle: Mutex<Vec<(Connection, u64)>>,
+    lake: Arc<SharedLake>,
 }
 
 impl std::fmt::Debug for Db {
@@ -41,34 +43,37 @@ impl Drop for InterruptOnDrop {
 impl Db {
     /// Wraps an open lake.
     pub fn new(lake: Lake) -> Db {
-        let redactor = lake.redactor().clone();
+        Db::on(Arc::new(SharedLake::new(lake)))
+    }
+
+    /// Reads through a lake shared with other readers (the GraphQL engine).
+    pub fn on(lake: Arc<SharedLake>) -> Db {
         Db {
-            lake: Mutex::new(lake),
             idle: Mutex::new(Vec::new()),
-            redactor,
+            lake,
         }
     }
 
-    fn checkout(&self) -> Result<Connection> {
-        if let Some(conn) = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop()
-        {
-            return Ok(conn);
-        }
-        Ok(self
-            .lake
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .connect()?)
+    /// The shared lake behind this pool.
+    pub fn lake(&self) -> &Arc<SharedLake> {
+        &self.lake
     }
 
-    fn checkin(&self, conn: Connection) {
+    fn checkout(&self) -> Result<(Connection, u64)> {
+        let current = self.lake.generation();
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        idle.retain(|(_, generation)| *generation == current);
+        if let Some(c) = idle.pop() {
+            return Ok(c);
+        }
+        drop(idle);
+        Ok(self.lake.connect()?)
+    }
+
+    fn checkin(&self, conn: Connection, generation: u64) {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < MAX_IDLE {
-            idle.push(conn);
+            idle.push((conn, generation));
         }
     }
 
@@ -81,15 +86,23 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Reader<'_>) -> Result<T> + Send + 'static,
     {
-        let conn = self.checkout()?;
+        let (conn, generation) = self.checkout()?;
         let mut guard = InterruptOnDrop {
             handle: conn.interrupt_handle(),
             armed: true,
         };
         let db = Arc::clone(self);
         let out = tokio::task::spawn_blocking(move || {
-            let out = f(&Reader::new(&conn, &db.redactor));
-            db.checkin(conn);
+            let out = f(&Reader::new(&conn, db.lake.redactor()));
+            match &out {
+                Err(e) if lake::is_invalidated(&e.to_string()) => {
+                    drop(conn);
+                    if let Err(reopen) = db.lake.recover(generation) {
+                        tracing::warn!(error = %reopen, "reopening the lake failed; next read retries");
+                    }
+                }
+                _ => db.checkin(conn, generation),
+            }
             out
         })
         .await

@@ -233,7 +233,7 @@ pub async fn state_from_env() -> Result<AppState, String> {
         .map_err(|e| format!("open lake: {e}"))?
         .map_err(|e| format!("open lake: {e}"))?;
     let schema = crate::schema::build().map_err(|e| format!("build schema: {e}"))?;
-    let (engine, db) = share_lake(lake).map_err(|e| format!("open lake: {e}"))?;
+    let (engine, db) = share_lake(lake);
     let http = reqwest::Client::new();
     let links = settings.identity_api_url.clone().map(|url| {
         Arc::new(auth::remote::IdentityApi::new(http.clone(), url)) as Arc<dyn auth::DeviceLinks>
@@ -252,17 +252,14 @@ pub async fn state_from_env() -> Result<AppState, String> {
     }))
 }
 
-/// One DuckDB instance for both readers: the cloud-event reader owns the lake, the signal
-/// engine reads through a connection of it.
-///
-/// # Errors
-/// The lake refuses a connection.
-pub fn share_lake(lake: lake::Lake) -> Result<(Engine, Arc<fetch::Db>), lake::Error> {
-    let base = lake.connect()?;
-    let redactor = lake.redactor().clone();
-    let db = Arc::new(fetch::Db::new(lake));
-    let owner: Arc<dyn std::any::Any + Send + Sync> = db.clone();
-    Ok((Engine::shared(base, redactor, owner), db))
+/// One DuckDB instance for both readers (signal engine and cloud-event reader), reopened for
+/// both when DuckDB invalidates it ([`lake::SharedLake`]).
+pub fn share_lake(lake: lake::Lake) -> (Engine, Arc<fetch::Db>) {
+    let shared = Arc::new(lake::SharedLake::new(lake));
+    (
+        Engine::on(Arc::clone(&shared)),
+        Arc::new(fetch::Db::on(shared)),
+    )
 }
 
 /// The router: `/query`, `/ready`, playground everywhere else.

@@ -21,6 +21,7 @@ pub mod progress;
 pub mod raw;
 pub mod redact;
 pub mod retry;
+mod shared;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -31,6 +32,7 @@ pub use config::{LakeConfig, S3Config};
 pub use duckdb;
 pub use error::{Error, Result};
 pub use redact::Redactor;
+pub use shared::{is_invalidated, SharedLake};
 
 /// The DuckLake catalog format version din and dq share. Anything else is refused, never migrated.
 pub const CATALOG_FORMAT_VERSION: &str = "1.0";

@@ -34,30 +34,18 @@ pub use error::{Error, Result};
 
 use dq_cloudevent::{eip55, subject_bucket, EthrDid};
 use lake::duckdb::{self, Connection};
-use lake::{Lake, Redactor};
-use std::any::Any;
+use lake::{Lake, Redactor, SharedLake};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Idle connections kept for reuse (DUCKDB_MAX_CONNS default).
 const MAX_IDLE_CONNECTIONS: usize = 6;
 
-/// Where new connections come from.
-enum Source {
-    /// The engine owns the lake.
-    Lake(Box<Mutex<Lake>>),
-    /// A connection to a lake someone else owns (e.g. the cloud-event reader), kept open by
-    /// `_owner` (dropping the owning `Lake` would close the database under the clones).
-    Shared {
-        base: Mutex<Connection>,
-        _owner: Arc<dyn Any + Send + Sync>,
-    },
-}
-
 /// The read engine: one embedded DuckDB with the lake attached, opened once per process
 /// (cold start) and shared by every request.
 pub struct Engine {
-    pool: Mutex<Vec<Connection>>,
+    // Idle connections with the lake generation they were opened in.
+    pool: Mutex<Vec<(Connection, u64)>>,
     redactor: Redactor,
     // Positive-only caches: a table that exists keeps existing.
     has_signals_rollup: AtomicBool,
@@ -65,7 +53,7 @@ pub struct Engine {
     // Pooled-connection reads run so far (one SQL statement each on the segments paths).
     reads: AtomicU64,
     // Last: pooled connections close before the database they clone.
-    source: Source,
+    lake: Arc<SharedLake>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -77,51 +65,33 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// Wraps an opened lake.
     pub fn new(lake: Lake) -> Engine {
-        let redactor = lake.redactor().clone();
-        Engine::with_source(Source::Lake(Box::new(Mutex::new(lake))), redactor)
+        Engine::on(Arc::new(SharedLake::new(lake)))
     }
 
-    /// Shares the DuckDB instance of a lake owned elsewhere: `base` is a connection of that
-    /// lake (`Lake::connect`), `owner` keeps the lake open for as long as the engine lives.
-    pub fn shared(
-        base: Connection,
-        redactor: Redactor,
-        owner: Arc<dyn Any + Send + Sync>,
-    ) -> Engine {
-        Engine::with_source(
-            Source::Shared {
-                base: Mutex::new(base),
-                _owner: owner,
-            },
-            redactor,
-        )
-    }
-
-    fn with_source(source: Source, redactor: Redactor) -> Engine {
+    /// Reads through a lake shared with other readers (e.g. the cloud-event reader); an
+    /// invalidated instance is reopened for all of them ([`SharedLake`]).
+    pub fn on(lake: Arc<SharedLake>) -> Engine {
         Engine {
             pool: Mutex::new(Vec::new()),
-            redactor,
+            redactor: lake.redactor().clone(),
             has_signals_rollup: AtomicBool::new(false),
             has_events_rollup: AtomicBool::new(false),
             reads: AtomicU64::new(0),
-            source,
+            lake,
         }
     }
 
-    fn open_connection(&self) -> Result<Connection> {
-        match &self.source {
-            Source::Lake(lake) => Ok(lake
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .connect()?),
-            Source::Shared { base, .. } => {
-                let conn = base
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .try_clone()
-                    .and_then(|c| c.execute_batch("SET TimeZone = 'UTC'").map(|()| c))
-                    .map_err(|e| self.db_error("clone connection", e))?;
-                Ok(conn)
+    /// An idle connection of the current instance, else a new one.
+    fn checkout(&self) -> Result<(Connection, u64)> {
+        let current = self.lake.generation();
+        let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
+        // Connections of a replaced instance are dropped, never reused.
+        pool.retain(|(_, generation)| *generation == current);
+        match pool.pop() {
+            Some(c) => Ok(c),
+            None => {
+                drop(pool);
+                Ok(self.lake.connect()?)
             }
         }
     }
@@ -153,21 +123,26 @@ impl Engine {
         f: impl FnOnce(&Connection) -> duckdb::Result<T>,
     ) -> Result<T> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let pooled = self
-            .pool
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let conn = match pooled {
-            Some(c) => c,
-            None => self.open_connection()?,
-        };
-        let result = f(&conn).map_err(|e| self.db_error(context, e));
-        let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
-        if pool.len() < MAX_IDLE_CONNECTIONS {
-            pool.push(conn);
+        let (conn, generation) = self.checkout()?;
+        match f(&conn) {
+            Ok(v) => {
+                let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
+                if pool.len() < MAX_IDLE_CONNECTIONS {
+                    pool.push((conn, generation));
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                if lake::is_invalidated(&e.to_string()) {
+                    // This request fails; the next one runs on a reopened instance.
+                    drop(conn);
+                    if let Err(reopen) = self.lake.recover(generation) {
+                        tracing::warn!(error = %reopen, "reopening the lake failed; next request retries");
+                    }
+                }
+                Err(self.db_error(context, e))
+            }
         }
-        result
     }
 
     /// How many reads (pooled-connection calls) this engine has run. Every read of the

@@ -220,7 +220,7 @@ async fn externalized_payloads_are_presigned() {
         .await
         .unwrap();
     assert_eq!(report.externalized, 1);
-    let (engine, db) = graphql::http::share_lake(lake).unwrap();
+    let (engine, db) = graphql::http::share_lake(lake);
     let signer = DevSigner::generate(ISSUER).unwrap();
     let state = AppState::new(
         graphql::schema::build().unwrap(),

@@ -134,7 +134,7 @@ pub async fn fixture_in(
             }
         }
     }
-    let (engine, db) = graphql::http::share_lake(t.open().unwrap()).unwrap();
+    let (engine, db) = graphql::http::share_lake(t.open().unwrap());
     let signer = DevSigner::generate(ISSUER).unwrap();
     let state = AppState::new(
         graphql::schema::build().unwrap(),
