@@ -245,10 +245,12 @@ async fn tampered_payload_and_signature() {
     let forged = URL_SAFE_NO_PAD.encode(forged.to_string());
     let tampered = format!("{}.{}.{}", parts[0], forged, parts[2]);
     assert_eq!(rejection(&tampered).await, TokenRejection::Signature);
-    // Flip one signature character.
+    // Flip one signature character — in the middle: the last character of an RS256 signature
+    // carries padding bits, and a non-zero one there makes the token malformed, not forged.
     let mut sig = parts[2].to_string();
-    let last = if sig.ends_with('A') { "B" } else { "A" };
-    sig.replace_range(sig.len() - 1.., last);
+    let mid = sig.len() / 2;
+    let flipped = if &sig[mid..=mid] == "A" { "B" } else { "A" };
+    sig.replace_range(mid..=mid, flipped);
     let tampered = format!("{}.{}.{}", parts[0], parts[1], sig);
     assert_eq!(rejection(&tampered).await, TokenRejection::Signature);
     // Header swapped (kid unchanged, typ added): the signature covers the header too.
