@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::ensure;
+use anyhow::{bail, ensure};
 use fleet::{Fleet, FleetConfig};
 use lake::testing::{Backend, TestLake};
 use materialize::Materializer;
@@ -32,6 +32,41 @@ pub fn catalog_name(backend: Backend) -> &'static str {
     match backend {
         Backend::File => "file",
         Backend::Postgres => "postgres",
+    }
+}
+
+/// The backend a `--catalog(s)` name stands for.
+pub fn backend(name: &str) -> anyhow::Result<Backend> {
+    match name {
+        "file" => Ok(Backend::File),
+        "postgres" => Ok(Backend::Postgres),
+        other => bail!("unknown catalog `{other}` (file, postgres)"),
+    }
+}
+
+/// The fleet options of the query and all-cases runs.
+#[derive(clap::Args)]
+pub struct FleetArgs {
+    /// Vehicles in the fleet.
+    #[arg(long, default_value_t = 200)]
+    vehicles: u32,
+    /// Days of fleet time (the "month" query spans all of them).
+    #[arg(long, default_value_t = 30)]
+    days: u32,
+    /// Status payloads per minute while a vehicle drives.
+    #[arg(long, default_value_t = 3)]
+    signals_per_minute: u32,
+}
+
+impl FleetArgs {
+    /// The fleet they describe (the simulator's fixed seed and start).
+    pub fn config(&self) -> FleetConfig {
+        FleetConfig {
+            vehicles: self.vehicles,
+            days: self.days,
+            signals_per_minute: self.signals_per_minute,
+            ..FleetConfig::default()
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use chrono::Utc;
 use fleet::{Fleet, FleetConfig};
 use lake::testing::Backend;
@@ -61,11 +61,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let fleet = fleet_for(args.events)?;
     let mut figures = Vec::new();
     for name in &args.catalogs {
-        let backend = match name.as_str() {
-            "file" => Backend::File,
-            "postgres" => Backend::Postgres,
-            other => bail!("unknown catalog `{other}` (file, postgres)"),
-        };
+        let backend = dataset::backend(name)?;
         figures.push(case(backend, &fleet)?);
     }
     let mut table = String::from(

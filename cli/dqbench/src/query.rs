@@ -43,15 +43,8 @@ use crate::{dataset, report};
 /// Options of the query case.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Vehicles in the fleet.
-    #[arg(long, default_value_t = 200)]
-    vehicles: u32,
-    /// Days of fleet time (the "month" query spans all of them).
-    #[arg(long, default_value_t = 30)]
-    days: u32,
-    /// Status payloads per minute while a vehicle drives.
-    #[arg(long, default_value_t = 3)]
-    signals_per_minute: u32,
+    #[command(flatten)]
+    fleet: dataset::FleetArgs,
     /// Catalogs to run on: file, postgres.
     #[arg(long, value_delimiter = ',', default_value = "file,postgres")]
     catalogs: Vec<String>,
@@ -165,7 +158,7 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    fn window(&self, case: Case) -> (i64, i64) {
+    pub(crate) fn window(&self, case: Case) -> (i64, i64) {
         match case {
             Case::Month => self.month,
             _ => self.week,
@@ -355,20 +348,11 @@ fn goal_ms(case: Case, catalog: &str) -> Option<f64> {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     ensure!(args.cold_runs >= 1, "--cold-runs must be at least 1");
     ensure!(args.iterations >= 1, "--iterations must be at least 1");
-    let fleet = FleetConfig {
-        vehicles: args.vehicles,
-        days: args.days,
-        signals_per_minute: args.signals_per_minute,
-        ..FleetConfig::default()
-    };
+    let fleet = args.fleet.config();
     let signer = DevSigner::generate(ISSUER).map_err(|e| anyhow!("dev signer: {e}"))?;
     let mut figures = Vec::new();
     for name in &args.catalogs {
-        let backend = match name.as_str() {
-            "file" => Backend::File,
-            "postgres" => Backend::Postgres,
-            other => bail!("unknown catalog `{other}` (file, postgres)"),
-        };
+        let backend = dataset::backend(name)?;
         figures.push(catalog_run(backend, &fleet, args, &signer)?);
     }
     let body = render(&fleet, args, &figures);

@@ -23,7 +23,7 @@ use anyhow::{anyhow, bail, ensure, Context};
 use auth::dev::DevSigner;
 use chrono::Utc;
 use fleet::{Fleet, FleetConfig};
-use lake::testing::{Backend, TestLake};
+use lake::testing::TestLake;
 use query::segments::{self, Mechanism, SegmentsRequest};
 use serde_json::{json, Value};
 
@@ -37,15 +37,8 @@ use crate::{dataset, materializer, report};
 /// Options of `dq-bench all`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Vehicles in the fleet.
-    #[arg(long, default_value_t = 200)]
-    vehicles: u32,
-    /// Days of fleet time.
-    #[arg(long, default_value_t = 30)]
-    days: u32,
-    /// Status payloads per minute while a vehicle drives.
-    #[arg(long, default_value_t = 3)]
-    signals_per_minute: u32,
+    #[command(flatten)]
+    fleet: dataset::FleetArgs,
     /// Catalog: postgres (production's) or file.
     #[arg(long, default_value = "postgres")]
     catalog: String,
@@ -138,17 +131,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     ensure!(args.cold_runs >= 1, "--cold-runs must be at least 1");
     ensure!(args.iterations >= 1, "--iterations must be at least 1");
     let started = Instant::now();
-    let backend = match args.catalog.as_str() {
-        "file" => Backend::File,
-        "postgres" => Backend::Postgres,
-        other => bail!("unknown catalog `{other}` (file, postgres)"),
-    };
-    let fleet = FleetConfig {
-        vehicles: args.vehicles,
-        days: args.days,
-        signals_per_minute: args.signals_per_minute,
-        ..FleetConfig::default()
-    };
+    let backend = dataset::backend(&args.catalog)?;
+    let fleet = args.fleet.config();
     // Fail before the long phases when a part is missing.
     let bin_dir = std::env::current_exe()?
         .parent()
@@ -341,59 +325,34 @@ async fn run_case(
         warm: timing.warm,
     };
 
-    // Floor: cold on fresh instances, warm on the last one; memory from DuckDB's profiler.
+    // Floor: a fresh in-memory DuckDB per cold sample; memory from DuckDB's profiler.
     drop(floor);
-    let mut s = Samples {
-        open: Vec::new(),
-        cold: Vec::new(),
-        warm: Vec::new(),
-    };
-    let mut last = None;
-    for _ in 0..sampling.cold_runs {
-        let started = Instant::now();
-        let f = Floor::open(t)?;
-        s.open.push(started.elapsed());
-        s.cold.push(f.answer(case, target)?.0);
-        last = Some(f);
-    }
-    let f = last.context("no floor instance")?;
-    for _ in 0..sampling.warmup {
-        f.answer(case, target)?;
-    }
-    let started = Instant::now();
-    while sampling.more(s.warm.len(), started.elapsed()) {
-        s.warm.push(f.answer(case, target)?.0);
-    }
+    let (floor_samples, f) = sample(
+        sampling,
+        |last| {
+            drop(last);
+            let started = Instant::now();
+            let f = Floor::open(t)?;
+            Ok((f, started.elapsed()))
+        },
+        |f, n| (0..n).map(|_| Ok(f.answer(case, target)?.0)).collect(),
+    )?;
     let floor_memory = f.peak_memory(case, target)?;
     drop(f);
-    let floor_samples = s;
 
     // ClickHouse: cold = first query of a fresh session process; warm repeated in-process.
     drop(ch);
-    let mut s = Samples {
-        open: Vec::new(),
-        cold: Vec::new(),
-        warm: Vec::new(),
-    };
-    let mut last: Option<ChDb> = None;
-    for _ in 0..sampling.cold_runs {
-        // One session per directory at a time: the previous process must be gone.
-        drop(last.take());
-        let mut ch = ChDb::spawn(ch_dir)?;
-        s.open.push(ch.open);
-        s.cold.push(ch_answer(&mut ch, case, target, 1)?.0[0]);
-        last = Some(ch);
-    }
-    let mut ch = last.context("no ClickHouse instance")?;
-    for _ in 0..sampling.warmup {
-        ch_answer(&mut ch, case, target, 1)?;
-    }
-    let started = Instant::now();
-    while sampling.more(s.warm.len(), started.elapsed()) {
-        let batch = (sampling.iterations - s.warm.len()).min(10);
-        s.warm.extend(ch_answer(&mut ch, case, target, batch)?.0);
-    }
-    drop(ch);
+    let (s, _) = sample(
+        sampling,
+        |last| {
+            // One session per directory at a time: the previous process must be gone.
+            drop(last);
+            let ch = ChDb::spawn(ch_dir)?;
+            let open = ch.open;
+            Ok((ch, open))
+        },
+        |ch, n| Ok(ch_answer(ch, case, target, n)?.0),
+    )?;
     eprintln!(
         "[{catalog}] {:<22} warm p50: dq {:.2} ms, floor {:.2} ms, ClickHouse {:.2} ms",
         case.name(),
@@ -409,6 +368,38 @@ async fn run_case(
         clickhouse: s,
         floor_memory,
     })
+}
+
+/// Cold samples, each the first request on an instance from `open` (which gets the previous
+/// instance to close first and returns the new one with its opening time), then warm-up and
+/// warm samples on the last instance, which is returned; `ask` runs `n` requests and returns
+/// their times.
+fn sample<I>(
+    sampling: &Sampling,
+    mut open: impl FnMut(Option<I>) -> anyhow::Result<(I, Duration)>,
+    mut ask: impl FnMut(&mut I, usize) -> anyhow::Result<Vec<Duration>>,
+) -> anyhow::Result<(Samples, I)> {
+    let mut s = Samples {
+        open: Vec::new(),
+        cold: Vec::new(),
+        warm: Vec::new(),
+    };
+    let mut last = None;
+    for _ in 0..sampling.cold_runs {
+        let (mut inst, opened) = open(last.take())?;
+        s.open.push(opened);
+        s.cold.extend(ask(&mut inst, 1)?);
+        last = Some(inst);
+    }
+    let mut inst = last.context("no cold sample was taken")?;
+    ask(&mut inst, sampling.warmup)?;
+    let started = Instant::now();
+    while sampling.more(s.warm.len(), started.elapsed()) {
+        // Batches of up to 10 let an engine time them in one call (ClickHouse's pipe).
+        let batch = (sampling.iterations - s.warm.len()).min(10);
+        s.warm.extend(ask(&mut inst, batch)?);
+    }
+    Ok((s, inst))
 }
 
 /// A fresh in-memory DuckDB attached to the lake, answering with plain SQL.
@@ -446,11 +437,7 @@ impl Floor {
         let tsz = |us: i64| format!("make_timestamp({us}::BIGINT)::TIMESTAMPTZ");
         Some(match case {
             Case::Week | Case::Month => {
-                let (from, to) = if case == Case::Week {
-                    target.week
-                } else {
-                    target.month
-                };
+                let (from, to) = target.window(case);
                 format!(
                     "SELECT ((epoch_us(\"timestamp\") - {from}) // {HOUR_US}) * {HOUR_US} + {from} AS b, \
                      avg(value_number) FROM lake.signals \
@@ -629,11 +616,7 @@ fn ch_answer(
     let s = lit(&target.subject);
     let sql = match case {
         Case::Week | Case::Month => {
-            let (from, to) = if case == Case::Week {
-                target.week
-            } else {
-                target.month
-            };
+            let (from, to) = target.window(case);
             format!(
                 "SELECT intDiv(toUnixTimestamp64Micro(ts) - {from}, {HOUR_US}) * {HOUR_US} + {from} AS b, \
                  avg(value_number) FROM signals WHERE subject = {s} AND name = '{SIGNAL}' \

@@ -5,19 +5,15 @@
 
 use crate::error::{FetchError, Result};
 use crate::search::Reader;
-use lake::duckdb::Connection;
-use lake::{Lake, SharedLake};
-use std::sync::{Arc, Mutex, PoisonError};
+use lake::{Lake, Pool, SharedLake};
+use std::sync::Arc;
 
-/// Connections kept idle for reuse; more may be open while busy.
+/// Connections kept idle for reuse.
 const MAX_IDLE: usize = 8;
 
 /// Shared read access to the lake.
 pub struct Db {
-    // Idle connections with the lake generation they were opened in; before the lake, so they
-    // close first.
-    idle: Mutex<Vec<(Connection, u64)>>,
-    lake: Arc<SharedLake>,
+    pool: Pool,
 }
 
 impl std::fmt::Debug for Db {
@@ -49,31 +45,7 @@ impl Db {
     /// Reads through a lake shared with other readers (the GraphQL engine).
     pub fn on(lake: Arc<SharedLake>) -> Db {
         Db {
-            idle: Mutex::new(Vec::new()),
-            lake,
-        }
-    }
-
-    /// The shared lake behind this pool.
-    pub fn lake(&self) -> &Arc<SharedLake> {
-        &self.lake
-    }
-
-    fn checkout(&self) -> Result<(Connection, u64)> {
-        let current = self.lake.generation();
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        idle.retain(|(_, generation)| *generation == current);
-        if let Some(c) = idle.pop() {
-            return Ok(c);
-        }
-        drop(idle);
-        Ok(self.lake.connect()?)
-    }
-
-    fn checkin(&self, conn: Connection, generation: u64) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.len() < MAX_IDLE {
-            idle.push((conn, generation));
+            pool: Pool::new(lake, MAX_IDLE),
         }
     }
 
@@ -86,23 +58,16 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Reader<'_>) -> Result<T> + Send + 'static,
     {
-        let (conn, generation) = self.checkout()?;
+        let pooled = self.pool.checkout()?;
         let mut guard = InterruptOnDrop {
-            handle: conn.interrupt_handle(),
+            handle: pooled.conn().interrupt_handle(),
             armed: true,
         };
         let db = Arc::clone(self);
         let out = tokio::task::spawn_blocking(move || {
-            let out = f(&Reader::new(&conn, db.lake.redactor()));
-            match &out {
-                Err(e) if lake::is_invalidated(&e.to_string()) => {
-                    drop(conn);
-                    if let Err(reopen) = db.lake.recover(generation) {
-                        tracing::warn!(error = %reopen, "reopening the lake failed; next read retries");
-                    }
-                }
-                _ => db.checkin(conn, generation),
-            }
+            let out = f(&Reader::new(pooled.conn(), db.pool.redactor()));
+            let error = out.as_ref().err().map(ToString::to_string);
+            db.pool.give_back(pooled, error.as_deref());
             out
         })
         .await

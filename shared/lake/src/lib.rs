@@ -32,7 +32,7 @@ pub use config::{LakeConfig, S3Config};
 pub use duckdb;
 pub use error::{Error, Result};
 pub use redact::Redactor;
-pub use shared::{is_invalidated, SharedLake};
+pub use shared::{is_invalidated, Pool, Pooled, SharedLake};
 
 /// The DuckLake catalog format version din and dq share. Anything else is refused, never migrated.
 pub const CATALOG_FORMAT_VERSION: &str = "1.0";

@@ -6,7 +6,8 @@
 //! with "database has been invalidated … must be restarted". A Lambda execution environment would
 //! otherwise answer errors until it is recycled; instead the first reader that sees the error
 //! reopens the lake from its config, and connections of the old instance are dropped as they come
-//! back to their pools (each carries the generation it was opened in).
+//! back to their pools (each carries the generation it was opened in). [`Pool`] is that pool, the
+//! one definition of the rule for every reader.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -58,12 +59,20 @@ impl SharedLake {
     }
 
     /// A new connection (TimeZone UTC) and the generation of the instance it belongs to.
+    /// An instance found invalidated here (no statement of this caller failed yet — every pooled
+    /// connection may already be gone) is reopened first, else nothing would ever reopen it.
     ///
     /// # Errors
-    /// DuckDB errors, redacted.
+    /// DuckDB errors, redacted; a failed reopening (the catalog is still down).
     pub fn connect(&self) -> Result<(duckdb::Connection, u64)> {
-        let lake = self.lake.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok((lake.connect()?, self.generation()))
+        let mut lake = self.lake.lock().unwrap_or_else(PoisonError::into_inner);
+        match lake.connect() {
+            Err(e) if is_invalidated(&e.to_string()) => {
+                self.reopen(&mut lake)?;
+                Ok((lake.connect()?, self.generation()))
+            }
+            connected => Ok((connected?, self.generation())),
+        }
     }
 
     /// Replaces the instance of `generation` by a freshly opened lake; a no-op when another
@@ -76,14 +85,95 @@ impl SharedLake {
         if self.generation() != generation {
             return Ok(());
         }
-        let reopened = Lake::open(lake.config().clone())?;
-        *lake = reopened;
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        tracing::warn!(
-            generation = generation + 1,
-            "DuckDB instance was invalidated; lake reopened"
-        );
+        self.reopen(&mut lake)
+    }
+
+    /// Replaces the locked instance by a freshly opened lake and bumps the generation.
+    fn reopen(&self, lake: &mut Lake) -> Result<()> {
+        *lake = Lake::open(lake.config().clone())?;
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::warn!(generation, "DuckDB instance was invalidated; lake reopened");
         Ok(())
+    }
+}
+
+/// A connection checked out of a [`Pool`], tagged with the generation of its instance.
+pub struct Pooled {
+    conn: duckdb::Connection,
+    generation: u64,
+}
+
+impl Pooled {
+    /// The connection.
+    pub fn conn(&self) -> &duckdb::Connection {
+        &self.conn
+    }
+}
+
+/// Idle connections to a [`SharedLake`] kept for reuse; more may be open while busy.
+pub struct Pool {
+    // Before the lake, so pooled connections close before the database they belong to.
+    idle: Mutex<Vec<Pooled>>,
+    lake: std::sync::Arc<SharedLake>,
+    max_idle: usize,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("lake", &self.lake)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    /// A pool over `lake` keeping at most `max_idle` connections idle.
+    pub fn new(lake: std::sync::Arc<SharedLake>, max_idle: usize) -> Pool {
+        Pool {
+            idle: Mutex::new(Vec::new()),
+            lake,
+            max_idle,
+        }
+    }
+
+    /// The redactor of the lake's secrets.
+    pub fn redactor(&self) -> &Redactor {
+        self.lake.redactor()
+    }
+
+    /// An idle connection of the current instance, else a new one; idle connections of a
+    /// replaced instance are dropped, never handed out.
+    ///
+    /// # Errors
+    /// DuckDB errors, redacted.
+    pub fn checkout(&self) -> Result<Pooled> {
+        let current = self.lake.generation();
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        idle.retain(|p| p.generation == current);
+        if let Some(p) = idle.pop() {
+            return Ok(p);
+        }
+        drop(idle);
+        let (conn, generation) = self.lake.connect()?;
+        Ok(Pooled { conn, generation })
+    }
+
+    /// Returns a connection after its statement; `error` is the statement's error text, if it
+    /// failed. A connection whose instance was invalidated is dropped and the lake reopened, so
+    /// the failed request is the only one that sees it.
+    pub fn give_back(&self, pooled: Pooled, error: Option<&str>) {
+        if error.is_some_and(is_invalidated) {
+            let generation = pooled.generation;
+            drop(pooled);
+            if let Err(e) = self.lake.recover(generation) {
+                tracing::warn!(error = %e, "reopening the lake failed; the next read retries");
+            }
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < self.max_idle {
+            idle.push(pooled);
+        }
     }
 }
 

@@ -34,9 +34,9 @@ pub use error::{Error, Result};
 
 use dq_cloudevent::{eip55, subject_bucket, EthrDid};
 use lake::duckdb::{self, Connection};
-use lake::{Lake, Redactor, SharedLake};
+use lake::{Lake, Pool, SharedLake};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// Idle connections kept for reuse (DUCKDB_MAX_CONNS default).
 const MAX_IDLE_CONNECTIONS: usize = 6;
@@ -44,16 +44,12 @@ const MAX_IDLE_CONNECTIONS: usize = 6;
 /// The read engine: one embedded DuckDB with the lake attached, opened once per process
 /// (cold start) and shared by every request.
 pub struct Engine {
-    // Idle connections with the lake generation they were opened in.
-    pool: Mutex<Vec<(Connection, u64)>>,
-    redactor: Redactor,
     // Positive-only caches: a table that exists keeps existing.
     has_signals_rollup: AtomicBool,
     has_events_rollup: AtomicBool,
     // Pooled-connection reads run so far (one SQL statement each on the segments paths).
     reads: AtomicU64,
-    // Last: pooled connections close before the database they clone.
-    lake: Arc<SharedLake>,
+    pool: Pool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -72,32 +68,15 @@ impl Engine {
     /// invalidated instance is reopened for all of them ([`SharedLake`]).
     pub fn on(lake: Arc<SharedLake>) -> Engine {
         Engine {
-            pool: Mutex::new(Vec::new()),
-            redactor: lake.redactor().clone(),
             has_signals_rollup: AtomicBool::new(false),
             has_events_rollup: AtomicBool::new(false),
             reads: AtomicU64::new(0),
-            lake,
-        }
-    }
-
-    /// An idle connection of the current instance, else a new one.
-    fn checkout(&self) -> Result<(Connection, u64)> {
-        let current = self.lake.generation();
-        let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
-        // Connections of a replaced instance are dropped, never reused.
-        pool.retain(|(_, generation)| *generation == current);
-        match pool.pop() {
-            Some(c) => Ok(c),
-            None => {
-                drop(pool);
-                Ok(self.lake.connect()?)
-            }
+            pool: Pool::new(lake, MAX_IDLE_CONNECTIONS),
         }
     }
 
     fn db_error(&self, context: &str, e: duckdb::Error) -> Error {
-        match lake::db_error(&self.redactor, context, e) {
+        match lake::db_error(self.pool.redactor(), context, e) {
             lake::Error::Duckdb { context, message } => Error::Database { context, message },
             other => Error::Database {
                 context: context.to_string(),
@@ -123,26 +102,11 @@ impl Engine {
         f: impl FnOnce(&Connection) -> duckdb::Result<T>,
     ) -> Result<T> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let (conn, generation) = self.checkout()?;
-        match f(&conn) {
-            Ok(v) => {
-                let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
-                if pool.len() < MAX_IDLE_CONNECTIONS {
-                    pool.push((conn, generation));
-                }
-                Ok(v)
-            }
-            Err(e) => {
-                if lake::is_invalidated(&e.to_string()) {
-                    // This request fails; the next one runs on a reopened instance.
-                    drop(conn);
-                    if let Err(reopen) = self.lake.recover(generation) {
-                        tracing::warn!(error = %reopen, "reopening the lake failed; next request retries");
-                    }
-                }
-                Err(self.db_error(context, e))
-            }
-        }
+        let pooled = self.pool.checkout()?;
+        let result = f(pooled.conn());
+        let error = result.as_ref().err().map(ToString::to_string);
+        self.pool.give_back(pooled, error.as_deref());
+        result.map_err(|e| self.db_error(context, e))
     }
 
     /// How many reads (pooled-connection calls) this engine has run. Every read of the
