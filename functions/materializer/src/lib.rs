@@ -151,7 +151,7 @@ async fn run(
     let handle = tokio::runtime::Handle::current();
     let act = action.clone();
     let out = tokio::task::spawn_blocking(move || {
-        let guard = m.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = m.lock().unwrap_or_else(|p| p.into_inner());
         let result = handle.block_on(invoke(
             &guard,
             &act,
@@ -159,6 +159,16 @@ async fn run(
             deadline,
             until_caught_up,
         ));
+        // A DuckDB instance invalidated by a fatal error (a catalog restart mid-commit) fails
+        // every later statement: this invocation fails, the next one gets a reopened lake.
+        if let Err(e) = &result {
+            if lake::is_invalidated(&e.to_string()) {
+                match guard.reopen_lake() {
+                    Ok(()) => tracing::warn!("DuckDB instance was invalidated; lake reopened"),
+                    Err(e) => tracing::warn!(error = %e, "reopening the lake failed; the next invocation retries"),
+                }
+            }
+        }
         if let Some(s) = &session {
             if let Err(e) = handle.block_on(s.release()) {
                 tracing::warn!(error = %e, "lease release failed");

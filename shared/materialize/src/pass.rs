@@ -229,6 +229,17 @@ impl Materializer {
         }
     }
 
+    /// Replaces the lake by a freshly opened one from the same config: the way back after DuckDB
+    /// invalidated its instance ([`lake::is_invalidated`]). Commits are in the lake, so nothing
+    /// else carries over.
+    ///
+    /// # Errors
+    /// The lake cannot be opened (e.g. the catalog is still down); the old one stays.
+    pub fn reopen_lake(&mut self) -> Result<()> {
+        self.lake = Lake::open(self.lake.config().clone())?;
+        Ok(())
+    }
+
     /// The lake.
     pub fn lake(&self) -> &Lake {
         &self.lake
