@@ -3,7 +3,7 @@
 //! their protobuf messages (`pkg/grpc/common.go`).
 
 use crate::error::{FetchError, Result};
-use crate::filter::{Filter, Order, StringFilter, TagFilter};
+use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding};
 use crate::search::{Event, Index};
 use chrono::{DateTime, Utc};
 use dq_cloudevent::event::CloudEventHeader;
@@ -74,6 +74,8 @@ fn tag_filter(f: &Option<ArrayFilterOption>) -> Result<TagFilter> {
         contains_all: f.contains_all.clone(),
         not_contains_any: f.not_contains_any.clone(),
         not_contains_all: f.not_contains_all.clone(),
+        // Refused above (dq-query.md §8 item 7).
+        or: Vec::new(),
     })
 }
 
@@ -98,6 +100,8 @@ pub fn filter_from_advanced(o: &AdvancedSearchOptions) -> Result<Filter> {
         extras: string_filter(&o.extras)?,
         id: string_filter(&o.id)?,
         tags: tag_filter(&o.tags)?,
+        // gRPC keeps dq's rule (dq-query.md §4.4.1).
+        voiding: Voiding::HideTombstones,
     })
 }
 

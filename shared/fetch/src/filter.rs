@@ -36,7 +36,12 @@ impl StringFilter {
     }
 }
 
-/// Conditions on `extras.tags` (all AND-ed; empty lists are no-ops).
+/// Conditions on `extras.tags` (dialects.md §2.5): the present predicates of one level are
+/// AND-ed (empty lists are no-ops) and the result is OR-ed with each alternative in `or`:
+/// `(p1 AND p2 …) OR or₁ OR or₂ …`. An alternative that restricts nothing makes the whole
+/// disjunction true; a level with neither predicates nor alternatives restricts nothing; a
+/// level with only alternatives is their disjunction. `or` levels deeper than
+/// [`MAX_TAG_OR_DEPTH`] are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TagFilter {
     /// At least one of these tags.
@@ -47,6 +52,29 @@ pub struct TagFilter {
     pub not_contains_any: Vec<String>,
     /// Not every one of these tags.
     pub not_contains_all: Vec<String>,
+    /// Alternatives OR-ed with this level's conjunction.
+    pub or: Vec<TagFilter>,
+}
+
+/// Deepest `or` level of a [`TagFilter`] that is applied (the root is level 0); alternatives
+/// below it are silently dropped, as fetch-api did.
+pub const MAX_TAG_OR_DEPTH: usize = 5;
+
+/// Which rows tombstones hide (dq-query.md §4.4.1, dialects.md §3.4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Voiding {
+    /// dq and gRPC: a tombstone (any row with non-empty `voids_id`) hides itself and every row
+    /// of its subject with that id, whatever the source. (Today's behaviour.)
+    #[default]
+    HideTombstones,
+    /// fetch-api GraphQL, `includeDeleted: false`: a row is hidden when a tombstone of the same
+    /// subject with type `dimo.tombstone`, non-empty `voids_id`, the SAME source and
+    /// `voids_id = row.id` exists. Tombstone rows stay visible. Tombstones outside the time
+    /// window or type filter still apply.
+    SourceMatched,
+    /// No suppression at all (fetch-api `includeDeleted: true`, telemetry
+    /// attestations/vinVCLatest).
+    None,
 }
 
 /// Result order by event time (ties broken by id, then type, in the same direction).
@@ -84,6 +112,8 @@ pub struct Filter {
     pub id: StringFilter,
     /// `extras.tags`.
     pub tags: TagFilter,
+    /// Which rows tombstones hide.
+    pub voiding: Voiding,
 }
 
 /// How far back a search without `after`, subject or id may reach (a DoS guard, §4.4).

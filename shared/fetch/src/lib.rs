@@ -15,7 +15,9 @@
 //! Build a [`Filter`], run [`Reader::search`] / [`Reader::latest`] /
 //! [`Reader::type_summaries`] on a pooled connection ([`Db::read`]), then
 //! [`Payloads::presign_key`] decides whether an index is presigned, and
-//! [`Payloads::resolve`] returns events with payloads, in input order.
+//! [`Payloads::resolve`] returns events with payloads, in input order. A surface with its own
+//! tombstone rule sets [`Filter::voiding`] and resolves with [`Payloads::resolve_with`] and the
+//! same [`Voiding`], so every listed row can be resolved.
 //!
 //! # Layout
 //! - [`filter`]: [`Filter`] and the limits.
@@ -50,7 +52,7 @@ pub mod service;
 
 pub use db::Db;
 pub use error::{FetchError, Result};
-pub use filter::{Filter, Order, StringFilter, TagFilter};
+pub use filter::{Filter, Order, StringFilter, TagFilter, Voiding};
 pub use payload::Payloads;
 pub use search::{Event, Index, Reader, TypeSummary};
 pub use service::{FetchApi, IamCaller};

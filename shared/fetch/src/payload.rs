@@ -8,6 +8,7 @@
 
 use crate::db::Db;
 use crate::error::{FetchError, Result};
+use crate::filter::Voiding;
 use crate::search::{Event, Index, StoredRow, IDS_PER_QUERY};
 use blob::{BlobError, BlobStore, MAX_OBJECT_SIZE};
 use dq_cloudevent::event::CloudEventHeader;
@@ -57,14 +58,30 @@ impl Payloads {
         (!sealed && index.key.starts_with(&self.prefix)).then_some(index.key.as_str())
     }
 
-    /// The events of `indexes`, in input order.
+    /// The events of `indexes`, in input order, under dq's voiding
+    /// ([`Voiding::HideTombstones`]); see [`Payloads::resolve_with`].
     ///
     /// # Errors
-    /// [`FetchError::NotFound`] when any index has no (non-voided) row;
+    /// As [`Payloads::resolve_with`].
+    pub async fn resolve(&self, db: &Arc<Db>, indexes: &[Index]) -> Result<Vec<Event>> {
+        self.resolve_with(db, indexes, Voiding::HideTombstones)
+            .await
+    }
+
+    /// The events of `indexes`, in input order, re-read under `voiding` — the policy the
+    /// indexes were listed with, so a row that policy shows can be resolved.
+    ///
+    /// # Errors
+    /// [`FetchError::NotFound`] when any index has no row visible under `voiding`;
     /// [`FetchError::BudgetExceeded`]; [`FetchError::NoBlobStore`]; [`FetchError::Blob`] for
     /// store failures other than a missing object; [`FetchError::Lake`].
-    pub async fn resolve(&self, db: &Arc<Db>, indexes: &[Index]) -> Result<Vec<Event>> {
-        let rows = fetch_rows(db, indexes).await?;
+    pub async fn resolve_with(
+        &self,
+        db: &Arc<Db>,
+        indexes: &[Index],
+        voiding: Voiding,
+    ) -> Result<Vec<Event>> {
+        let rows = fetch_rows(db, indexes, voiding).await?;
         let mut by_id: HashMap<(&str, &str), Vec<&StoredRow>> = HashMap::new();
         for row in &rows {
             let h = &row.event.header;
@@ -143,8 +160,9 @@ impl Payloads {
     }
 }
 
-/// Rows for every distinct `(subject, id)` of `indexes`, grouped per subject, 125 ids a query.
-async fn fetch_rows(db: &Arc<Db>, indexes: &[Index]) -> Result<Vec<StoredRow>> {
+/// Rows for every distinct `(subject, id)` of `indexes` visible under `voiding`, grouped per
+/// subject, 125 ids a query.
+async fn fetch_rows(db: &Arc<Db>, indexes: &[Index], voiding: Voiding) -> Result<Vec<StoredRow>> {
     let mut per_subject: HashMap<String, Vec<String>> = HashMap::new();
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
     for index in indexes {
@@ -161,7 +179,7 @@ async fn fetch_rows(db: &Arc<Db>, indexes: &[Index]) -> Result<Vec<StoredRow>> {
         for (subject, ids) in &per_subject {
             for chunk in ids.chunks(IDS_PER_QUERY) {
                 let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
-                rows.extend(reader.by_ids(subject, &chunk)?);
+                rows.extend(reader.by_ids(subject, &chunk, voiding)?);
             }
         }
         Ok(rows)

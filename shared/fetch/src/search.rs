@@ -1,15 +1,16 @@
 //! Cloud-event searches over `lake.raw_events` (dq-query.md §4.4, §4.4.1, §4.4.2, §4.5).
 //!
 //! Every query: the filter's predicates (all values bound as `?` parameters, never
-//! interpolated), voiding (tombstone rows and the `(subject, id)` they void are hidden), then
-//! one row per dedup key `(subject, second-truncated time, type, source, id)` keeping the
-//! earliest, ordered by `time, id, type` in the requested direction.
+//! interpolated), voiding by the filter's [`Voiding`] policy, then one row per dedup key
+//! `(subject, second-truncated time, type, source, id)` keeping the earliest, ordered by
+//! `time, id, type` in the requested direction.
 
 use crate::error::{FetchError, Result};
-use crate::filter::{Filter, Order, StringFilter};
+use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding, MAX_TAG_OR_DEPTH};
 use chrono::{DateTime, SecondsFormat, Utc};
 use dq_cloudevent::event::{CloudEventHeader, RawEvent};
 use dq_cloudevent::row::RawRow;
+use dq_cloudevent::types;
 use lake::duckdb::types::Value;
 use lake::duckdb::{self, Connection};
 use lake::Redactor;
@@ -134,8 +135,8 @@ impl<'a> Reader<'a> {
             .collect()
     }
 
-    /// Per-type `count`, first and last time over the deduplicated, non-voided matches, ordered
-    /// by type; no 400-day floor; `[]` when empty.
+    /// Per-type `count`, first and last time over the deduplicated matches not hidden by the
+    /// filter's voiding, ordered by type; no 400-day floor; `[]` when empty.
     ///
     /// # Errors
     /// [`FetchError::Lake`].
@@ -176,16 +177,22 @@ impl<'a> Reader<'a> {
             .collect()
     }
 
-    /// Non-voided, deduplicated rows of `subject` whose id is one of `ids` (at most
-    /// [`IDS_PER_QUERY`]), payload columns included, newest first, at most
+    /// Deduplicated rows of `subject` whose id is one of `ids` (at most [`IDS_PER_QUERY`]) and
+    /// that `voiding` does not hide, payload columns included, newest first, at most
     /// [`ROWS_PER_ID`] × `ids.len()` rows.
-    pub(crate) fn by_ids(&self, subject: &str, ids: &[&str]) -> Result<Vec<StoredRow>> {
+    pub(crate) fn by_ids(
+        &self,
+        subject: &str,
+        ids: &[&str],
+        voiding: Voiding,
+    ) -> Result<Vec<StoredRow>> {
         let mut q = Query::new(&format!(
             "SELECT {HEADER_COLUMNS}{PAYLOAD_COLUMNS} FROM lake.raw_events r WHERE true"
         ));
         let filter = Filter {
             subject: StringFilter::eq(subject),
             id: StringFilter::any_of(ids.iter().copied()),
+            voiding,
             ..Filter::default()
         };
         q.filter(&filter, None);
@@ -290,26 +297,41 @@ impl Query {
         if let Some(before) = f.before {
             self.time_bound("<", before);
         }
-        // Malformed extras must not fail the whole query, so only valid JSON is inspected.
-        const TAGS: &str = "coalesce(try_cast(json_extract(CASE WHEN json_valid(r.extras) THEN r.extras END, '$.tags') AS VARCHAR[]), []::VARCHAR[])";
-        for (values, negate, func) in [
-            (&f.tags.contains_any, "", "list_has_any"),
-            (&f.tags.contains_all, "", "list_has_all"),
-            (&f.tags.not_contains_any, "NOT ", "list_has_any"),
-            (&f.tags.not_contains_all, "NOT ", "list_has_all"),
-        ] {
-            if !values.is_empty() {
-                let p = self.placeholders(values, "CAST(? AS VARCHAR)");
-                self.text
-                    .push_str(&format!(" AND {negate}{func}({TAGS}, [{p}])"));
-            }
+        if let Some(tags) = tag_predicate(&f.tags, 0) {
+            self.append(" AND ", tags);
         }
-        // Voiding (§4.4.1): a tombstone is any row with a non-empty voids_id; it hides itself
-        // and every row of its subject with that id, whatever the type, source or time order.
-        self.text.push_str(
-            " AND coalesce(r.voids_id, '') = '' AND NOT EXISTS (SELECT 1 FROM lake.raw_events t \
-             WHERE t.voids_id <> '' AND t.subject = r.subject AND t.voids_id = r.id",
-        );
+        self.voiding(f);
+    }
+
+    /// Appends `other`'s text after `sep`, and its parameters.
+    fn append(&mut self, sep: &str, other: Query) {
+        self.text.push_str(sep);
+        self.text.push_str(&other.text);
+        self.params.extend(other.params);
+    }
+
+    /// Appends the voiding predicate of `f.voiding`.
+    fn voiding(&mut self, f: &Filter) {
+        match f.voiding {
+            Voiding::None => return,
+            // dq-query.md §4.4.1: a tombstone is any row with a non-empty voids_id; it hides
+            // itself and every row of its subject with that id, whatever the type, source or
+            // time order.
+            Voiding::HideTombstones => self.text.push_str(
+                " AND coalesce(r.voids_id, '') = '' AND NOT EXISTS (SELECT 1 \
+                 FROM lake.raw_events t WHERE t.voids_id <> '' AND t.subject = r.subject \
+                 AND t.voids_id = r.id",
+            ),
+            // dialects.md §3.4: only a tombstone signed by the row's own source voids it; the
+            // tombstone rows stay. The scan ignores the filter's window and types on purpose.
+            Voiding::SourceMatched => self.text.push_str(&format!(
+                " AND NOT EXISTS (SELECT 1 FROM lake.raw_events t WHERE t.type = '{}' \
+                 AND t.voids_id <> '' AND t.subject = r.subject AND t.source = r.source \
+                 AND t.voids_id = r.id",
+                // A constant of ours, not a caller value, so written inline.
+                types::TOMBSTONE
+            )),
+        }
         // Same subject scope on the tombstone scan, so it prunes like the main scan.
         if !f.subject.include.is_empty() {
             let p = self.placeholders(&f.subject.include, "?");
@@ -317,6 +339,51 @@ impl Query {
         }
         self.text.push(')');
     }
+}
+
+/// The tags as a list; malformed extras must not fail the whole query, so only valid JSON is
+/// inspected.
+const TAGS: &str = "coalesce(try_cast(json_extract(CASE WHEN json_valid(r.extras) THEN r.extras END, '$.tags') AS VARCHAR[]), []::VARCHAR[])";
+
+/// The predicate of tag filter level `depth` (root 0): `(p1 AND p2 …) OR or₁ OR or₂ …`, or
+/// `None` when it restricts nothing (no predicates and no alternatives, or any alternative that
+/// restricts nothing). Alternatives below [`MAX_TAG_OR_DEPTH`] are dropped, as fetch-api did;
+/// the recursion is bounded by that depth whatever the input.
+fn tag_predicate(t: &TagFilter, depth: usize) -> Option<Query> {
+    let mut base = Query::new("");
+    let mut preds = Vec::new();
+    for (values, negate, func) in [
+        (&t.contains_any, "", "list_has_any"),
+        (&t.contains_all, "", "list_has_all"),
+        (&t.not_contains_any, "NOT ", "list_has_any"),
+        (&t.not_contains_all, "NOT ", "list_has_all"),
+    ] {
+        if !values.is_empty() {
+            let p = base.placeholders(values, "CAST(? AS VARCHAR)");
+            preds.push(format!("{negate}{func}({TAGS}, [{p}])"));
+        }
+    }
+    let mut parts = Vec::new();
+    if !preds.is_empty() {
+        base.text = format!("({})", preds.join(" AND "));
+        parts.push(base);
+    }
+    if depth < MAX_TAG_OR_DEPTH {
+        for alt in &t.or {
+            // An alternative that restricts nothing makes the whole disjunction true.
+            parts.push(tag_predicate(alt, depth + 1)?);
+        }
+    }
+    if parts.len() <= 1 {
+        return parts.pop();
+    }
+    // Parenthesized as a whole: it is AND-ed with the other predicates.
+    let mut joined = Query::new("(");
+    for (i, part) in parts.into_iter().enumerate() {
+        joined.append(if i == 0 { "" } else { " OR " }, part);
+    }
+    joined.text.push(')');
+    Some(joined)
 }
 
 /// One row's columns (time still as microseconds) before header reconstruction.
@@ -384,4 +451,136 @@ fn index_key(row: &StoredRow) -> String {
 fn from_micros(us: i64) -> Result<DateTime<Utc>> {
     DateTime::from_timestamp_micros(us)
         .ok_or_else(|| FetchError::Internal(format!("event time {us}µs is out of range")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered(f: &Filter) -> Query {
+        let mut q = Query::new("");
+        q.filter(f, None);
+        q
+    }
+
+    fn texts(q: &Query) -> Vec<String> {
+        q.params
+            .iter()
+            .map(|v| match v {
+                Value::Text(t) => t.clone(),
+                other => panic!("unexpected parameter {other:?}"),
+            })
+            .collect()
+    }
+
+    fn any(tags: &[&str]) -> TagFilter {
+        TagFilter {
+            contains_any: tags.iter().map(|t| t.to_string()).collect(),
+            ..TagFilter::default()
+        }
+    }
+
+    #[test]
+    fn voiding_policies_render() {
+        let scoped = |voiding| Filter {
+            subject: StringFilter::eq("did:s"),
+            voiding,
+            ..Filter::default()
+        };
+        let hide = rendered(&scoped(Voiding::HideTombstones));
+        assert!(hide.text.contains("coalesce(r.voids_id, '') = ''"));
+        assert!(!hide.text.contains("t.source"));
+        assert!(hide.text.ends_with(" AND t.subject IN (?))"));
+        assert_eq!(texts(&hide), ["did:s", "did:s"]);
+
+        let matched = rendered(&scoped(Voiding::SourceMatched));
+        assert!(!matched.text.contains("r.voids_id"), "{}", matched.text);
+        assert!(matched.text.contains(
+            "t.type = 'dimo.tombstone' AND t.voids_id <> '' AND t.subject = r.subject \
+             AND t.source = r.source AND t.voids_id = r.id AND t.subject IN (?))"
+        ));
+        assert_eq!(texts(&matched), ["did:s", "did:s"]);
+        // Unscoped: no pruning clause, nothing extra bound.
+        let unscoped = rendered(&Filter {
+            voiding: Voiding::SourceMatched,
+            ..Filter::default()
+        });
+        assert!(unscoped.text.ends_with("t.voids_id = r.id)"));
+        assert!(unscoped.params.is_empty());
+
+        let none = rendered(&scoped(Voiding::None));
+        assert_eq!(none.text, " AND r.subject IN (?)");
+        assert_eq!(texts(&none), ["did:s"]);
+    }
+
+    #[test]
+    fn tag_alternatives_render_parameterized() {
+        assert!(tag_predicate(&TagFilter::default(), 0).is_none());
+        let f = TagFilter {
+            not_contains_all: vec!["b".into(), "c".into()],
+            or: vec![
+                any(&["d"]),
+                TagFilter {
+                    or: vec![any(&["e"])],
+                    ..TagFilter::default()
+                },
+            ],
+            ..any(&["a"])
+        };
+        let q = tag_predicate(&f, 0).unwrap();
+        let has = |func: &str, n: usize| {
+            format!(
+                "{func}({TAGS}, [{}])",
+                vec!["CAST(? AS VARCHAR)"; n].join(", ")
+            )
+        };
+        assert_eq!(
+            q.text,
+            format!(
+                "(({} AND NOT {}) OR ({}) OR ({}))",
+                has("list_has_any", 1),
+                has("list_has_all", 2),
+                has("list_has_any", 1),
+                has("list_has_any", 1)
+            )
+        );
+        // Parameters in text order; no value ever appears in the text.
+        assert_eq!(texts(&q), ["a", "b", "c", "d", "e"]);
+        assert_eq!(q.text.matches('?').count(), q.params.len());
+
+        // An empty alternative at any kept depth: no restriction at all.
+        let empty_inside = TagFilter {
+            or: vec![TagFilter {
+                or: vec![TagFilter::default()],
+                ..any(&["d"])
+            }],
+            ..any(&["a"])
+        };
+        assert!(tag_predicate(&empty_inside, 0).is_none());
+    }
+
+    #[test]
+    fn tag_alternatives_below_max_depth_are_dropped() {
+        // A chain of one predicate per level, levels 0..=9.
+        let chain = (0..9).fold(any(&["9"]), |inner, i| TagFilter {
+            or: vec![inner],
+            ..any(&[(8 - i).to_string().as_str()])
+        });
+        let q = tag_predicate(&chain, 0).unwrap();
+        let kept: Vec<String> = (0..=MAX_TAG_OR_DEPTH).map(|d| d.to_string()).collect();
+        assert_eq!(texts(&q), kept);
+        // A dropped empty alternative does not make the disjunction true.
+        let deep_empty = (0..MAX_TAG_OR_DEPTH).fold(
+            TagFilter {
+                or: vec![TagFilter::default()],
+                ..any(&["x"])
+            },
+            |inner, _| TagFilter {
+                or: vec![inner],
+                ..any(&["q"])
+            },
+        );
+        let q = tag_predicate(&deep_empty, 0).unwrap();
+        assert_eq!(q.params.len(), MAX_TAG_OR_DEPTH + 1);
+    }
 }

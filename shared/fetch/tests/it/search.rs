@@ -1,14 +1,20 @@
 //! The read semantics (§4.4, §4.4.1, §4.4.2, §4.5) through the library API the GraphQL
 //! resolvers use, on both catalog backends.
 
-use crate::{at, big_payload, binary_payload, runtime, seeded, subject, t0, OTHER_SOURCE};
+use crate::{
+    at, big_payload, binary_payload, event, runtime, seeded, subject, t0, ATTESTER, OTHER_SOURCE,
+};
 use base64::Engine as _;
 use chrono::Duration;
-use fetch::{Event, FetchError, Filter, Index, Order, Payloads, StringFilter, TagFilter};
+use fetch::filter::MAX_TAG_OR_DEPTH;
+use fetch::{
+    Db, Event, FetchError, Filter, Index, Order, Payloads, StringFilter, TagFilter, Voiding,
+};
 use lake::backend_tests;
-use lake::testing::Backend;
+use lake::testing::{Backend, TestLake};
+use std::sync::Arc;
 
-backend_tests!(search_semantics);
+backend_tests!(search_semantics, voiding_policies, tag_alternatives);
 
 fn key_ids(indexes: &[Index]) -> Vec<String> {
     indexes
@@ -328,4 +334,335 @@ fn missing_table_reads_as_empty() {
         .block_on(db.read(|r| r.type_summaries(&Filter::default())))
         .unwrap()
         .is_empty());
+}
+
+/// A fresh lake on `backend` holding only `events` (one bundle, no blob store), and its
+/// scratch directory (dropped with it).
+fn lake_with(backend: Backend, events: &[dq_cloudevent::event::RawEvent]) -> (TestLake, Arc<Db>) {
+    let t = TestLake::new(backend);
+    let lake = t.open().unwrap();
+    lake::raw::ensure(&lake).unwrap();
+    runtime()
+        .block_on(sim::Writer::new(&lake, None).write_bundle(events))
+        .unwrap();
+    (t, Arc::new(Db::new(lake)))
+}
+
+fn attestation(id: &str, secs: i64) -> dq_cloudevent::event::RawEvent {
+    let mut e = event(1, id, "dimo.attestation", at(secs), r#"{"vin":"V"}"#);
+    e.header.source = ATTESTER.into();
+    e
+}
+
+/// The three policies over one subject (dialects.md §3.4, dq-query.md §4.4.1): `att-a` voided
+/// by its own attester, `att-b` "voided" by another source, `tomb-x` naming an id that does
+/// not exist, an unrelated status row, and on vehicle 2 a tombstone by the attester naming
+/// `att-b` (another subject: voids nothing of vehicle 1).
+fn voiding_policies(backend: Backend) {
+    let att_a = attestation("att-a", 10);
+    let att_b = attestation("att-b", 30);
+    // Only named by `tomb-x`, never written.
+    let ghost = attestation("ghost", 0);
+    let mut elsewhere = attestation("att-b", 30);
+    elsewhere.header.subject = subject(2);
+    let events = [
+        event(1, "s1", "dimo.status", at(0), r#"{"n":1}"#),
+        att_a.clone(),
+        sim::tombstone(&att_a, ATTESTER, "tomb-a", at(20), "same source"),
+        att_b.clone(),
+        sim::tombstone(&att_b, OTHER_SOURCE, "tomb-b", at(40), "other source"),
+        sim::tombstone(&ghost, ATTESTER, "tomb-x", at(50), "no such id"),
+        sim::tombstone(&elsewhere, ATTESTER, "tomb-v2", at(45), "other subject"),
+    ];
+    let (_t, db) = lake_with(backend, &events);
+    let rt = runtime();
+    let search = |f: Filter| {
+        let db = Arc::clone(&db);
+        key_ids(&rt.block_on(db.read(move |r| r.search(&f, 1000))).unwrap())
+    };
+    let with = |voiding: Voiding| Filter {
+        voiding,
+        ..scoped(1)
+    };
+    let types = |voiding: Voiding, types: &[&str]| Filter {
+        event_type: StringFilter::any_of(types.iter().copied()),
+        ..with(voiding)
+    };
+    const BOTH: &[&str] = &["dimo.attestation", "dimo.tombstone"];
+
+    // dq: tombstones hidden, and every target of the subject whatever the tombstone's source.
+    assert_eq!(Filter::default().voiding, Voiding::HideTombstones);
+    assert_eq!(search(scoped(1)), ["s1/status"]);
+    assert_eq!(search(with(Voiding::HideTombstones)), ["s1/status"]);
+    assert!(search(types(Voiding::HideTombstones, BOTH)).is_empty());
+
+    // fetch-api: only the same attester voids; tombstones stay visible.
+    assert_eq!(
+        search(with(Voiding::SourceMatched)),
+        [
+            "tomb-x/tombstone",
+            "tomb-b/tombstone",
+            "att-b/attestation",
+            "tomb-a/tombstone",
+            "s1/status"
+        ]
+    );
+    assert_eq!(
+        search(types(Voiding::SourceMatched, BOTH)),
+        [
+            "tomb-x/tombstone",
+            "tomb-b/tombstone",
+            "att-b/attestation",
+            "tomb-a/tombstone"
+        ]
+    );
+    assert_eq!(
+        search(types(Voiding::SourceMatched, &["dimo.tombstone"])),
+        ["tomb-x/tombstone", "tomb-b/tombstone", "tomb-a/tombstone"]
+    );
+    // A tombstone outside the window and the type filter still applies.
+    let early = |voiding: Voiding| Filter {
+        before: Some(at(15)),
+        ..types(voiding, &["dimo.attestation"])
+    };
+    assert!(search(early(Voiding::SourceMatched)).is_empty());
+    assert_eq!(search(early(Voiding::None)), ["att-a/attestation"]);
+    // Without a subject filter (no pruning of the tombstone scan) the rule is the same, and
+    // vehicle 2's tombstone for `att-b` voids nothing of vehicle 1.
+    assert_eq!(
+        search(Filter {
+            event_type: StringFilter::eq("dimo.attestation"),
+            voiding: Voiding::SourceMatched,
+            ..Filter::default()
+        }),
+        ["att-b/attestation"]
+    );
+
+    // No suppression at all.
+    assert_eq!(
+        search(with(Voiding::None)),
+        [
+            "tomb-x/tombstone",
+            "tomb-b/tombstone",
+            "att-b/attestation",
+            "tomb-a/tombstone",
+            "att-a/attestation",
+            "s1/status"
+        ]
+    );
+
+    // Latest follows the policy.
+    let latest = |f: Filter| {
+        let db = Arc::clone(&db);
+        rt.block_on(db.read(move |r| r.latest(&f)))
+            .map(|i| i.header.id)
+    };
+    let newest_early = |voiding: Voiding| Filter {
+        before: Some(at(25)),
+        ..types(voiding, &["dimo.attestation"])
+    };
+    assert!(matches!(
+        latest(newest_early(Voiding::SourceMatched)),
+        Err(FetchError::NotFound)
+    ));
+    assert_eq!(latest(newest_early(Voiding::None)).unwrap(), "att-a");
+    assert_eq!(
+        latest(types(Voiding::SourceMatched, &["dimo.attestation"])).unwrap(),
+        "att-b"
+    );
+    assert!(matches!(
+        latest(types(Voiding::HideTombstones, &["dimo.attestation"])),
+        Err(FetchError::NotFound)
+    ));
+
+    // Type summaries follow the policy; tombstones count as their own type.
+    let summaries = |voiding: Voiding| {
+        let db = Arc::clone(&db);
+        rt.block_on(db.read(move |r| r.type_summaries(&with(voiding))))
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.event_type, t.count))
+            .collect::<Vec<_>>()
+    };
+    let counts = |v: &[(&str, u64)]| {
+        v.iter()
+            .map(|(t, n)| (t.to_string(), *n))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        summaries(Voiding::HideTombstones),
+        counts(&[("dimo.status", 1)])
+    );
+    assert_eq!(
+        summaries(Voiding::SourceMatched),
+        counts(&[
+            ("dimo.attestation", 1),
+            ("dimo.status", 1),
+            ("dimo.tombstone", 3)
+        ])
+    );
+    assert_eq!(
+        summaries(Voiding::None),
+        counts(&[
+            ("dimo.attestation", 2),
+            ("dimo.status", 1),
+            ("dimo.tombstone", 3)
+        ])
+    );
+
+    // Payload resolution re-reads under the listing's policy.
+    let listed = {
+        let db = Arc::clone(&db);
+        rt.block_on(db.read(move |r| r.search(&with(Voiding::None), 1000)))
+            .unwrap()
+    };
+    let pick = |id: &str| listed.iter().find(|i| i.header.id == id).unwrap().clone();
+    let payloads = Payloads::new(None);
+    let resolve = |indexes: Vec<Index>, voiding: Voiding| {
+        rt.block_on(payloads.resolve_with(&db, &indexes, voiding))
+    };
+    let a = resolve(vec![pick("att-a")], Voiding::None).unwrap();
+    assert_eq!(
+        (a[0].header.id.as_str(), a[0].data.as_slice()),
+        ("att-a", br#"{"vin":"V"}"#.as_slice())
+    );
+    assert!(matches!(
+        resolve(vec![pick("att-a")], Voiding::SourceMatched),
+        Err(FetchError::NotFound)
+    ));
+    assert!(matches!(
+        rt.block_on(payloads.resolve(&db, &[pick("att-a")])),
+        Err(FetchError::NotFound)
+    ));
+    let visible = resolve(vec![pick("att-b"), pick("tomb-a")], Voiding::SourceMatched).unwrap();
+    assert_eq!(visible[0].data, br#"{"vin":"V"}"#);
+    let tomb: serde_json::Value = serde_json::from_slice(&visible[1].data).unwrap();
+    assert_eq!(tomb["voidsId"], "att-a");
+    // dq's default form still hides tombstones and other-source targets.
+    assert!(matches!(
+        rt.block_on(payloads.resolve(&db, &[pick("att-b")])),
+        Err(FetchError::NotFound)
+    ));
+}
+
+/// Tags `or` (dialects.md §2.5): per level `(p1 AND p2 …) OR or₁ OR …`, an empty alternative
+/// is true, levels below [`MAX_TAG_OR_DEPTH`] are dropped.
+fn tag_alternatives(backend: Backend) {
+    let tagged = |id: &str, secs: i64, tags: &[&str]| {
+        let mut e = event(3, id, "dimo.status", at(secs), r#"{"n":0}"#);
+        e.header.tags = tags.iter().map(|t| t.to_string()).collect();
+        e
+    };
+    let events = [
+        tagged("n", 0, &[]),
+        tagged("x", 1, &["x"]),
+        tagged("y", 2, &["y"]),
+        tagged("xy", 3, &["x", "y"]),
+        tagged("z", 4, &["z"]),
+        tagged("xz", 5, &["x", "z"]),
+    ];
+    let (_t, db) = lake_with(backend, &events);
+    let rt = runtime();
+    let search = |tags: TagFilter| {
+        let db = Arc::clone(&db);
+        let f = Filter { tags, ..scoped(3) };
+        rt.block_on(db.read(move |r| r.search(&f, 1000)))
+            .unwrap()
+            .into_iter()
+            .map(|i| i.header.id)
+            .collect::<Vec<_>>()
+    };
+    let any = |tags: &[&str]| TagFilter {
+        contains_any: tags.iter().map(|t| t.to_string()).collect(),
+        ..TagFilter::default()
+    };
+    let none_of = |tags: &[&str]| tags.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+    const ALL: [&str; 6] = ["xz", "z", "xy", "y", "x", "n"];
+
+    assert_eq!(search(TagFilter::default()), ALL);
+    // Flat: (x AND NOT z) OR (z AND NOT x).
+    assert_eq!(
+        search(TagFilter {
+            not_contains_any: none_of(&["z"]),
+            or: vec![TagFilter {
+                not_contains_any: none_of(&["x"]),
+                ..any(&["z"])
+            }],
+            ..any(&["x"])
+        }),
+        ["z", "xy", "x"]
+    );
+    // A level with only alternatives is their disjunction.
+    assert_eq!(
+        search(TagFilter {
+            or: vec![
+                TagFilter {
+                    contains_all: none_of(&["x", "y"]),
+                    ..TagFilter::default()
+                },
+                any(&["z"])
+            ],
+            ..TagFilter::default()
+        }),
+        ["xz", "z", "xy"]
+    );
+    // Nested: q OR (x OR (z AND NOT (x AND z))).
+    let nested = TagFilter {
+        or: vec![TagFilter {
+            or: vec![TagFilter {
+                not_contains_all: none_of(&["x", "z"]),
+                ..any(&["z"])
+            }],
+            ..any(&["x"])
+        }],
+        ..any(&["q"])
+    };
+    assert_eq!(search(nested), ["xz", "z", "xy", "x"]);
+    // An alternative that restricts nothing makes the disjunction true, at any kept depth.
+    assert_eq!(
+        search(TagFilter {
+            or: vec![TagFilter::default()],
+            ..any(&["x"])
+        }),
+        ALL
+    );
+    assert_eq!(
+        search(TagFilter {
+            or: vec![TagFilter {
+                or: vec![TagFilter::default()],
+                ..any(&["z"])
+            }],
+            ..any(&["x"])
+        }),
+        ALL
+    );
+
+    // A chain `q OR (q OR (… OR leaf))` whose leaf is at `depth`.
+    let chain = |depth: usize, deepest: TagFilter| {
+        (0..depth).fold(deepest, |inner, _| TagFilter {
+            or: vec![inner],
+            ..any(&["q"])
+        })
+    };
+    assert_eq!(MAX_TAG_OR_DEPTH, 5);
+    // The deepest kept level applies…
+    assert_eq!(search(chain(5, any(&["z"]))), ["xz", "z"]);
+    // …its own alternatives (depth 6) are dropped, even an empty one.
+    let with_dropped = |dropped: TagFilter| TagFilter {
+        or: vec![dropped],
+        ..any(&["x"])
+    };
+    assert_eq!(
+        search(chain(5, with_dropped(any(&["z"])))),
+        ["xz", "xy", "x"]
+    );
+    assert_eq!(
+        search(chain(5, with_dropped(TagFilter::default()))),
+        ["xz", "xy", "x"]
+    );
+    // One level shallower, the same alternative is kept.
+    assert_eq!(
+        search(chain(4, with_dropped(any(&["z"])))),
+        ["xz", "z", "xy", "x"]
+    );
 }
