@@ -115,7 +115,8 @@ fn load_while_the_materializer_runs() {
     let (graphql_addr, grpc_addr) = rt.block_on(async {
         let (engine, db) = graphql::http::share_lake(t.open().unwrap());
         let state = graphql::AppState::new(
-            graphql::schema::build().unwrap(),
+            graphql::Dialect::Dq,
+            graphql::DialectSettings::default(),
             Arc::new(engine),
             Some(signer.validator().unwrap()),
             graphql::Limits {
@@ -123,6 +124,7 @@ fn load_while_the_materializer_runs() {
                 ..graphql::Limits::default()
             },
         )
+        .unwrap()
         .with_cloud_events(graphql::cloud_events::CloudEvents {
             db,
             payloads: fetch::Payloads::new(None),

@@ -733,13 +733,14 @@ impl<'a> Bench<'a> {
             }
             Path::Graphql => {
                 let (engine, db) = graphql::http::share_lake(lake);
-                let schema = graphql::schema::build().map_err(|e| anyhow!("schema: {e}"))?;
                 let state = graphql::AppState::new(
-                    schema,
+                    graphql::Dialect::Dq,
+                    graphql::DialectSettings::default(),
                     Arc::new(engine),
                     Some(validator()?),
                     graphql::Limits::default(),
                 )
+                .map_err(|e| anyhow!("{e}"))?
                 .with_cloud_events(graphql::cloud_events::CloudEvents {
                     db,
                     payloads: fetch::Payloads::new(None),

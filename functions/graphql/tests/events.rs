@@ -24,11 +24,13 @@ async fn every_graphql_event_is_answered() {
     materialize::schema::ensure(&lake).unwrap();
     let signer = DevSigner::generate("https://auth.dimo.test").unwrap();
     let state = graphql::AppState::new(
-        graphql::schema::build().unwrap(),
+        graphql::Dialect::Dq,
+        graphql::DialectSettings::default(),
         Arc::new(query::Engine::new(lake)),
         Some(signer.validator().unwrap()),
         graphql::Limits::default(),
-    );
+    )
+    .unwrap();
     let app = graphql::router(Arc::new(state));
     let token = signer
         .mint(&DevClaims::vehicle(

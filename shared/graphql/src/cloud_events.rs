@@ -1,16 +1,19 @@
-//! The cloud-event queries of the dq dialect (dq-query.md §4.7): `cloudEvents`,
-//! `latestCloudEvent`, `availableCloudEventTypes` over din's `raw_events`, through the shared
-//! search of the `fetch` crate (voiding, dedup, the 400-day floor and payload resolution live
-//! there) and the §5.3 rule of the `auth` crate (raw-data permission, own subject or a device
-//! paired to it via identity-api).
+//! The cloud-event queries of the dq and fetch dialects (dq-query.md §4.7, dialects.md §3):
+//! `cloudEvents`, `latestCloudEvent`, `availableCloudEventTypes`, and fetch's `indexes` /
+//! `latestIndex`, over din's `raw_events` through the shared search of the `fetch` crate
+//! (voiding, dedup, the 400-day floor and payload resolution live there) and the §5.3 rule of
+//! the `auth` crate (raw-data permission, own subject or a device paired to it via
+//! identity-api). The dialects differ in the subject argument (`subject` / `did`), tombstone
+//! policy (`includeDeleted`) and the null policy of the latest lookups.
 
+use crate::dialect::Dialect;
 use crate::resolvers::Caller;
 use crate::scalars::{parse_time_us, time_value};
 use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
 use async_graphql::{Error, Name, Number, Result, Value};
 use auth::DeviceLinks;
 use chrono::{DateTime, Utc};
-use fetch::{Db, Filter, Index, Payloads, StringFilter};
+use fetch::{Db, FetchError, Filter, Index, Payloads, StringFilter, Voiding};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,7 +35,7 @@ pub struct CloudEvents {
     pub links: Option<Arc<dyn DeviceLinks>>,
 }
 
-fn backend<'a>(ctx: &ResolverContext<'a>) -> Result<&'a CloudEvents> {
+pub(crate) fn backend<'a>(ctx: &ResolverContext<'a>) -> Result<&'a CloudEvents> {
     ctx.ctx
         .data_opt::<Arc<CloudEvents>>()
         .map(|b| b.as_ref())
@@ -50,16 +53,41 @@ fn time_opt(v: &ObjectAccessor<'_>, key: &str) -> Result<Option<DateTime<Utc>>> 
     }
 }
 
-/// Authorizes the subject (§5.3) and maps `CloudEventFilter` onto the shared filter.
+/// The tombstone policy of the request: dq's rule, or fetch's source-matched one unless
+/// `includeDeleted: true` (dialects.md §3.4).
+fn voiding(ctx: &ResolverContext<'_>) -> Result<Voiding> {
+    if Dialect::of(ctx.ctx) != Dialect::Fetch {
+        return Ok(Voiding::HideTombstones);
+    }
+    let include_deleted = match ctx.args.get("includeDeleted").filter(|v| !v.is_null()) {
+        Some(v) => v.boolean()?,
+        None => false,
+    };
+    Ok(if include_deleted {
+        Voiding::None
+    } else {
+        Voiding::SourceMatched
+    })
+}
+
+/// Authorizes the subject (§5.3; `did` in the fetch dialect) and maps `CloudEventFilter` and
+/// the tombstone policy onto the shared filter.
 async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
-    let subject = ctx.args.try_get("subject")?.string()?;
+    let dialect = Dialect::of(ctx.ctx);
+    let arg = if dialect == Dialect::Fetch {
+        "did"
+    } else {
+        "subject"
+    };
+    let subject = ctx.args.try_get(arg)?.string()?;
     let caller = ctx.ctx.data_opt::<Caller>().and_then(|c| c.0.as_ref());
     let links = backend(ctx)?.links.as_deref();
     let authorized = auth::authorize_cloud_events(caller, subject, links)
         .await
-        .map_err(|e| crate::errors::from_auth(&e))?;
+        .map_err(|e| crate::errors::from_auth(dialect, &e))?;
     let mut filter = Filter {
         subject: StringFilter::eq(authorized.search),
+        voiding: voiding(ctx)?,
         ..Filter::default()
     };
     if let Some(f) = ctx.args.get("filter").filter(|f| !f.is_null()) {
@@ -104,7 +132,7 @@ fn s(v: &str) -> Value {
     Value::String(v.to_string())
 }
 
-fn header_value(h: &dq_cloudevent::CloudEventHeader) -> Value {
+pub(crate) fn header_value(h: &dq_cloudevent::CloudEventHeader) -> Value {
     let fields = [
         ("specversion", s(&h.spec_version)),
         ("type", s(&h.event_type)),
@@ -158,7 +186,11 @@ fn wants_payload(ctx: &ResolverContext<'_>) -> bool {
 
 /// Events as GraphQL values, in input order: an externalized, unsealed payload becomes a
 /// presigned `dataUrl`; otherwise the payload is resolved (batched) only when selected.
-async fn to_values(ctx: &ResolverContext<'_>, indexes: Vec<Index>) -> Result<Vec<Value>> {
+async fn to_values(
+    ctx: &ResolverContext<'_>,
+    indexes: Vec<Index>,
+    voiding: Voiding,
+) -> Result<Vec<Value>> {
     let b = backend(ctx)?;
     let mut urls: Vec<Option<String>> = Vec::with_capacity(indexes.len());
     for index in &indexes {
@@ -179,7 +211,7 @@ async fn to_values(ctx: &ResolverContext<'_>, indexes: Vec<Index>) -> Result<Vec
         .collect();
     let mut resolved = if wants_payload(ctx) && !inline.is_empty() {
         b.payloads
-            .resolve(&b.db, &inline)
+            .resolve_with(&b.db, &inline, voiding)
             .await
             .map_err(fetch_error)?
             .into_iter()
@@ -204,6 +236,14 @@ async fn to_values(ctx: &ResolverContext<'_>, indexes: Vec<Index>) -> Result<Vec
 /// `cloudEvents(subject, limit = 10, filter)`: newest first, `[]` when none.
 pub async fn cloud_events(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
     let filter = authorized_filter(ctx).await?;
+    let voiding = filter.voiding;
+    let indexes = search(ctx, filter).await?;
+    let values = to_values(ctx, indexes, voiding).await?;
+    Ok(Some(FieldValue::value(Value::List(values))))
+}
+
+/// `limit`: null or ≤ 0 → 10, above 1000 → 1000 (dq-query.md §4.7, dialects.md §3.3).
+fn limit_arg(ctx: &ResolverContext<'_>) -> Result<usize> {
     let limit = match ctx.args.get("limit").filter(|l| !l.is_null()) {
         Some(l) => l.i64()?,
         None => DEFAULT_LIMIT,
@@ -213,26 +253,71 @@ pub async fn cloud_events(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue
     } else {
         limit.min(MAX_LIMIT)
     };
-    let limit = usize::try_from(limit).unwrap_or(10);
-    let indexes = backend(ctx)?
+    Ok(usize::try_from(limit).unwrap_or(10))
+}
+
+async fn search(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Vec<Index>> {
+    let limit = limit_arg(ctx)?;
+    backend(ctx)?
         .db
         .read(move |r| r.search(&filter, limit))
         .await
-        .map_err(fetch_error)?;
-    let values = to_values(ctx, indexes).await?;
-    Ok(Some(FieldValue::value(Value::List(values))))
+        .map_err(fetch_error)
 }
 
-/// `latestCloudEvent`: non-null; no match is an error (and `data: null` for the response).
+/// The newest match; `None` when there is none.
+async fn latest(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Option<Index>> {
+    match backend(ctx)?.db.read(move |r| r.latest(&filter)).await {
+        Ok(index) => Ok(Some(index)),
+        Err(FetchError::NotFound) => Ok(None),
+        Err(e) => Err(fetch_error(e)),
+    }
+}
+
+/// `latestCloudEvent`. dq: non-null, so no match is an error (and `data: null` for the
+/// response). fetch: nullable, no match is `null` without error, so aliased per-source lookups
+/// in one request do not null each other (dialects.md §3.1).
 pub async fn latest_cloud_event(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
     let filter = authorized_filter(ctx).await?;
-    let index = backend(ctx)?
-        .db
-        .read(move |r| r.latest(&filter))
-        .await
-        .map_err(fetch_error)?;
-    let mut values = to_values(ctx, vec![index]).await?;
+    let voiding = filter.voiding;
+    let Some(index) = latest(ctx, filter).await? else {
+        if Dialect::of(ctx.ctx) == Dialect::Fetch {
+            return Ok(None);
+        }
+        return Err(fetch_error(FetchError::NotFound));
+    };
+    let mut values = to_values(ctx, vec![index], voiding).await?;
     Ok(values.pop().map(FieldValue::value))
+}
+
+/// A `CloudEventIndex` (fetch dialect): the header and the index key of dialects.md §3.5 —
+/// the same keys the gRPC surface hands out, so they round-trip through it.
+fn index_value(index: &Index) -> Value {
+    Value::Object(
+        [
+            (Name::new("header"), header_value(&index.header)),
+            (Name::new("indexKey"), s(&index.key)),
+        ]
+        .into_iter()
+        .collect(),
+    )
+}
+
+/// `indexes(did, limit = 10, filter, includeDeleted)`: header-only, newest first, `[]` when none.
+pub async fn indexes(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let filter = authorized_filter(ctx).await?;
+    let indexes = search(ctx, filter).await?;
+    Ok(Some(FieldValue::value(Value::List(
+        indexes.iter().map(index_value).collect(),
+    ))))
+}
+
+/// `latestIndex(did, filter, includeDeleted)`: the newest header, `null` when none.
+pub async fn latest_index(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
+    let filter = authorized_filter(ctx).await?;
+    Ok(latest(ctx, filter)
+        .await?
+        .map(|i| FieldValue::value(index_value(&i))))
 }
 
 /// `availableCloudEventTypes`: per type, sorted by type, no time floor.

@@ -1,8 +1,9 @@
-//! The HTTP surface (dq-query.md §6): `/query` (POST and GET), the playground at `/` (any other
-//! path), `/ready`; the auth chain of §6.2 (global limiter → timeout → JWT → per-subject
+//! The HTTP surface (dq-query.md §6, dialects.md §5.1) of one dialect: `/query` (POST and GET),
+//! the playground at `/` (any other path), `/ready`; the auth chain of §6.2 (global limiter → timeout → JWT → per-subject
 //! limiter), the 4 MiB body cap and the error shapes of §5.1/§6.3.
 
 use crate::cloud_events::CloudEvents;
+use crate::dialect::{Dialect, DialectSettings};
 use crate::errors;
 use crate::resolvers::{Caller, Deadline, Executed};
 use async_graphql::dynamic::Schema;
@@ -167,6 +168,7 @@ impl Limiter {
 
 /// Everything a request needs; built once per process (cold start).
 pub struct AppState {
+    dialect: Dialect,
     schema: Schema,
     engine: Arc<Engine>,
     validator: Option<TokenValidator>,
@@ -177,14 +179,22 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Assembles the state; `validator` is `None` when no issuer is configured.
+    /// Assembles the state of a `dialect` deployment; `validator` is `None` when no issuer is
+    /// configured.
+    ///
+    /// # Errors
+    /// The schema cannot be built (a bug).
     pub fn new(
-        schema: Schema,
+        dialect: Dialect,
+        settings: DialectSettings,
         engine: Arc<Engine>,
         validator: Option<TokenValidator>,
         limits: Limits,
-    ) -> AppState {
-        AppState {
+    ) -> Result<AppState, String> {
+        let schema =
+            crate::schema::build(dialect, settings).map_err(|e| format!("build schema: {e}"))?;
+        Ok(AppState {
+            dialect,
             schema,
             engine,
             validator,
@@ -192,7 +202,7 @@ impl AppState {
             limits,
             cloud_events: None,
             readiness: tokio::sync::Mutex::new(Readiness::default()),
-        }
+        })
     }
 }
 
@@ -232,18 +242,19 @@ pub async fn state_from_env() -> Result<AppState, String> {
         .await
         .map_err(|e| format!("open lake: {e}"))?
         .map_err(|e| format!("open lake: {e}"))?;
-    let schema = crate::schema::build().map_err(|e| format!("build schema: {e}"))?;
+    let (dialect, dialect_settings) = DialectSettings::from_lookup(|k| std::env::var(k).ok())?;
     let (engine, db) = share_lake(lake);
     let http = reqwest::Client::new();
     let links = settings.identity_api_url.clone().map(|url| {
         Arc::new(auth::remote::IdentityApi::new(http.clone(), url)) as Arc<dyn auth::DeviceLinks>
     });
     Ok(AppState::new(
-        schema,
+        dialect,
+        dialect_settings,
         Arc::new(engine),
         auth::remote::validator(&settings, &http),
         limits,
-    )
+    )?
     .with_cloud_events(CloudEvents {
         db,
         payloads: fetch::Payloads::new(store.clone()),
@@ -371,7 +382,7 @@ async fn handle_query(
         .get(header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or("\u{fffd}"));
     let principal = match &state.validator {
-        Some(v) => match v.authenticate_http(authorization).await {
+        Some(v) => match authenticate(state.dialect, v, authorization).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(path = %uri.path(), error = %e, "jwt rejected");
@@ -416,7 +427,7 @@ async fn handle_query(
     let response = match tokio::time::timeout_at(deadline, state.schema.execute(request)).await {
         Ok(r) => r,
         Err(_) => async_graphql::Response::from_errors(vec![
-            errors::timeout().into_server_error(async_graphql::Pos::default())
+            errors::timeout(state.dialect).into_server_error(async_graphql::Pos::default())
         ]),
     };
     // Parse/validation failures (nothing executed) are HTTP 422 as in gqlgen.
@@ -429,6 +440,22 @@ async fn handle_query(
         StatusCode::OK
     };
     (status, axum::Json(response)).into_response()
+}
+
+/// The JWT step; telemetry also rejects tokens whose `asset` is not a vehicle or account DID
+/// (HTTP 401 before GraphQL runs, dialects.md §2.4).
+async fn authenticate(
+    dialect: Dialect,
+    validator: &TokenValidator,
+    authorization: Option<&str>,
+) -> auth::Result<Option<Principal>> {
+    let principal = validator.authenticate_http(authorization).await?;
+    if dialect == Dialect::Telemetry {
+        if let Some(p) = &principal {
+            auth::validate_telemetry_asset(p)?;
+        }
+    }
+    Ok(principal)
 }
 
 async fn ready(State(state): State<Arc<AppState>>) -> Response {

@@ -1,29 +1,32 @@
-//! The telemetry GraphQL API in dq's dialect (dq-query.md §1, §5, §6): the async-graphql schema
-//! generated from the signal catalog, its resolvers over the shared `query` operations, the
-//! auth directives and privilege filtering (rules from the `auth` crate), and the axum router
-//! that the `graphql` function serves in Lambda and locally.
+//! The telemetry GraphQL API (dq-query.md §1, §5, §6) in three dialects — dq's, telemetry-api's
+//! and fetch-api's (dialects.md) — from one engine: the async-graphql schemas generated from
+//! the signal catalog, their resolvers over the shared `query` and `fetch` operations, the auth
+//! directives and privilege filtering (rules from the `auth` crate), and the axum router that
+//! the `graphql` function serves in Lambda and locally.
 //!
-//! Shaped for the other dialects (dialects.md §6): shared types are registered by
-//! [`schema::register_shared`], root resolvers are thin adapters over `query::Engine`, and
-//! error texts come from `auth::Surface`.
+//! A deployment serves one dialect ([`Dialect`], `GRAPHQL_DIALECT`). Shared types are
+//! registered once per set ([`schema::register_signal_types`],
+//! [`schema::register_cloud_event_types`]), root resolvers are thin adapters that read the
+//! dialect only for argument names, gates, enum spelling, null policy and error texts.
 //!
 //! # Layout
-//! - [`schema`]: the executable schema (and the committed SDL, [`SDL`]).
-//! - [`resolvers`]: root and signal-field resolvers.
+//! - [`dialect`]: the dialects, their settings and spellings.
+//! - [`schema`]: the executable schemas (committed SDL: [`Dialect::sdl`]).
+//! - [`resolvers`]: root and signal-field resolvers of the signal operations.
 //! - [`cloud_events`]: the raw cloud-event queries (over the `fetch` crate) and identity-api.
+//! - [`telemetry`]: telemetry's `attestations` and `vinVCLatest`.
 //! - [`http`]: the router, limits, readiness.
 //! - [`scalars`], [`errors`]: wire formats and error shapes.
 #![warn(missing_docs)]
 
 pub mod cloud_events;
+pub mod dialect;
 pub mod errors;
 pub mod http;
 pub mod resolvers;
 pub mod scalars;
 pub mod schema;
+pub mod telemetry;
 
+pub use dialect::{Dialect, DialectSettings};
 pub use http::{router, AppState, Limits};
-
-/// The committed SDL of the dq dialect (`schema/dq.graphql`); a test asserts the served schema
-/// equals it.
-pub const SDL: &str = include_str!("../schema/dq.graphql");

@@ -1,7 +1,10 @@
-//! Root and signal-field resolvers of the dq dialect (dq-query.md §1.9): each root resolver
-//! authorizes, builds a dialect-neutral request, runs the shared `query` operation off the
-//! async runtime, and maps the result with dq's null/empty policy (§10).
+//! Root and signal-field resolvers of the signal operations dq and telemetry share
+//! (dq-query.md §1.9, dialects.md §2.1): each root resolver resolves the vehicle and runs its
+//! gates in the request's dialect, builds a dialect-neutral request, runs the shared `query`
+//! operation off the async runtime, and maps the result with the shared null/empty policy
+//! (§10).
 
+use crate::dialect::{Dialect, DialectSettings};
 use crate::errors;
 use crate::scalars::{parse_time_us, time_value};
 use crate::schema::COORDINATES;
@@ -78,7 +81,7 @@ async fn run<T: Send + 'static>(
     let joined = match ctx.data_opt::<Deadline>() {
         Some(d) => tokio::time::timeout_at(d.0, task)
             .await
-            .map_err(|_| errors::timeout())?,
+            .map_err(|_| errors::timeout(Dialect::of(ctx)))?,
         None => task.await,
     };
     joined
@@ -148,13 +151,63 @@ pub fn nullable(
     })
 }
 
-/// `@requiresVehicleToken` on the root field.
-fn require_vehicle(ctx: &Context<'_>, subject: &str) -> Result<()> {
-    auth::require_vehicle_token(caller(ctx), subject).map_err(|e| errors::from_auth(&e))
+/// An auth rule's failure in the request dialect's words.
+fn auth_error(ctx: &Context<'_>, e: &auth::AuthError) -> Error {
+    errors::from_auth(Dialect::of(ctx), e)
 }
 
-fn subject_of(args: &ObjectAccessor<'_>) -> Result<String> {
-    Ok(args.try_get("subject")?.string()?.to_string())
+/// How telemetry's resolvers reject a non-positive `tokenId` that passed the gate (dialects.md
+/// §2.3; only services get that far).
+#[derive(Debug, Clone, Copy)]
+enum TokenIdCheck {
+    /// signals, signalsLatest, events, signalsSnapshot.
+    InvalidArgument,
+    /// segments, dailyActivity.
+    InvalidTokenId,
+    /// availableSignals, dataSummary do not check (ids beyond 32 bits are still refused).
+    None,
+}
+
+/// `vinVCLatest`'s subject: `@requiresAllOfPrivileges([VEHICLE_VIN_CREDENTIAL])`, then the
+/// vehicle token (dialects.md §2.6).
+pub(crate) fn vehicle_for_vin(ctx: &ResolverContext<'_>) -> Result<String> {
+    vehicle(ctx, &[Privilege::VehicleVinCredential], TokenIdCheck::None)
+}
+
+/// The root field's vehicle subject after its gates, run in gqlgen's directive order (the last
+/// listed runs first: `privileges`, then the vehicle token; dialects.md §2.1). dq reads
+/// `subject` and compares it with the token's asset; telemetry builds the DID from `tokenId`
+/// and compares the decoded asset (§2.3, §2.4).
+fn vehicle(
+    ctx: &ResolverContext<'_>,
+    privileges: &[Privilege],
+    check: TokenIdCheck,
+) -> Result<String> {
+    let caller = caller(ctx.ctx);
+    if !privileges.is_empty() {
+        auth::require_all_of(caller, privileges).map_err(|e| auth_error(ctx.ctx, &e))?;
+    }
+    if Dialect::of(ctx.ctx) != Dialect::Telemetry {
+        let subject = ctx.args.try_get("subject")?.string()?.to_string();
+        auth::require_vehicle_token(caller, &subject).map_err(|e| auth_error(ctx.ctx, &e))?;
+        return Ok(subject);
+    }
+    let settings = DialectSettings::of(ctx.ctx);
+    let token_id = ctx.args.try_get("tokenId")?.i64()?;
+    auth::require_vehicle_token_id(caller, token_id, &settings.vehicle_contract)
+        .map_err(|e| auth_error(ctx.ctx, &e))?;
+    let invalid = match check {
+        TokenIdCheck::InvalidArgument => {
+            "invalid argument: tokenID is not a positive integer".to_string()
+        }
+        TokenIdCheck::InvalidTokenId | TokenIdCheck::None => format!("invalid tokenID: {token_id}"),
+    };
+    match u32::try_from(token_id) {
+        Ok(0) if !matches!(check, TokenIdCheck::None) => Err(errors::bad_request(invalid)),
+        Ok(id) => Ok(settings.vehicle_did(id)),
+        // The original wraps such ids silently; they could never pass a token's gate anyway.
+        Err(_) => Err(errors::bad_request(invalid)),
+    }
 }
 
 fn time_arg(args: &ObjectAccessor<'_>, name: &str) -> Result<i64> {
@@ -289,7 +342,7 @@ fn string_filter(v: &Value) -> StringFilter {
     }
 }
 
-fn array_filter(v: &Value) -> ArrayFilter {
+pub(crate) fn array_filter(v: &Value) -> ArrayFilter {
     ArrayFilter {
         contains_any: strings(field(v, "containsAny")),
         contains_all: strings(field(v, "containsAll")),
@@ -345,8 +398,7 @@ fn location_agg(s: &str) -> LocationAgg {
 
 /// `signals`: one aggregation request per aliased signal child field, one SQL statement.
 pub async fn signals(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let subject = subject_of(&ctx.args)?;
-    require_vehicle(ctx.ctx, &subject)?;
+    let subject = vehicle(ctx, &[], TokenIdCheck::InvalidArgument)?;
     let interval = ctx.args.try_get("interval")?.string()?;
     let interval_us = query::interval::parse_go_duration_us(interval)
         .map_err(|e| Error::new(format!("failed parsing interval: {e}")))?;
@@ -439,7 +491,7 @@ pub fn aggregated_field(
     ctx: &ResolverContext<'_>,
     name: &str,
 ) -> Result<Option<FieldValue<'static>>> {
-    auth::require_signal(caller(ctx.ctx), name).map_err(|e| errors::from_auth(&e))?;
+    auth::require_signal(caller(ctx.ctx), name).map_err(|e| auth_error(ctx.ctx, &e))?;
     let row = ctx.parent_value.try_downcast_ref::<AggRow>()?;
     let sel = ctx.ctx.field();
     let key = sel.alias().unwrap_or(sel.name());
@@ -465,8 +517,7 @@ pub fn aggregated_field(
 
 /// `signalsLatest`: the subject's rollup rows; fields pick theirs (always a non-null object).
 pub async fn signals_latest(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let subject = subject_of(&ctx.args)?;
-    require_vehicle(ctx.ctx, &subject)?;
+    let subject = vehicle(ctx, &[], TokenIdCheck::InvalidArgument)?;
     let source = source_arg(&ctx.args)?
         .map(|s| query::source_address(&s))
         .transpose()
@@ -488,7 +539,7 @@ fn signal_value(ts_us: i64, value: Value) -> Value {
 
 /// A signal field of `SignalCollection`.
 pub fn latest_field(ctx: &ResolverContext<'_>, name: &str) -> Result<Option<FieldValue<'static>>> {
-    auth::require_signal(caller(ctx.ctx), name).map_err(|e| errors::from_auth(&e))?;
+    auth::require_signal(caller(ctx.ctx), name).map_err(|e| auth_error(ctx.ctx, &e))?;
     let data = ctx.parent_value.try_downcast_ref::<LatestData>()?;
     if name == APPROXIMATE_LOCATION_SIGNAL {
         let Some(row) = data.rows.get(COORDINATES) else {
@@ -517,9 +568,11 @@ pub fn latest_field(ctx: &ResolverContext<'_>, name: &str) -> Result<Option<Fiel
 // ------------------------------------------------------------------------------------------
 
 /// Rows for the list-style queries (source not validated: §1.9 asymmetry).
-async fn list_rows(ctx: &ResolverContext<'_>) -> Result<(String, Vec<LatestRow>)> {
-    let subject = subject_of(&ctx.args)?;
-    require_vehicle(ctx.ctx, &subject)?;
+async fn list_rows(
+    ctx: &ResolverContext<'_>,
+    check: TokenIdCheck,
+) -> Result<(String, Vec<LatestRow>)> {
+    let subject = vehicle(ctx, &[], check)?;
     let source = source_arg(&ctx.args)?.map(|s| query::lenient_source(&s));
     let s = subject.clone();
     let rows = run(ctx.ctx, move |e| e.latest_rows(&s, source.as_deref(), None)).await?;
@@ -532,7 +585,7 @@ fn readable(ctx: &Context<'_>, name: &str) -> bool {
 
 /// `availableSignals`: null when the subject has no names, `[]` when all are filtered out.
 pub async fn available_signals(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let (_, rows) = list_rows(ctx).await?;
+    let (_, rows) = list_rows(ctx, TokenIdCheck::None).await?;
     if rows.is_empty() {
         return Ok(None);
     }
@@ -546,7 +599,7 @@ pub async fn available_signals(ctx: &ResolverContext<'_>) -> Result<Option<Field
 
 /// `dataSummary`.
 pub async fn data_summary(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let (subject, rows) = list_rows(ctx).await?;
+    let (subject, rows) = list_rows(ctx, TokenIdCheck::None).await?;
     let events = run(ctx.ctx, move |e| e.event_summaries(&subject)).await?;
     let first = rows
         .iter()
@@ -625,7 +678,7 @@ fn latest_signal(name: &str, ts_us: i64, kind: (&str, Value)) -> Value {
 /// `signalsSnapshot`: content-typed latest values, the approximate location appended last,
 /// then privilege filtered; `signals` is `[]` when empty.
 pub async fn signals_snapshot(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let (_, rows) = list_rows(ctx).await?;
+    let (_, rows) = list_rows(ctx, TokenIdCheck::InvalidArgument).await?;
     let mut out: Vec<(String, Value)> = Vec::new();
     for r in rows
         .iter()
@@ -682,9 +735,7 @@ pub async fn signals_snapshot(ctx: &ResolverContext<'_>) -> Result<Option<FieldV
 
 /// `events`: newest first, `[]` when none.
 pub async fn events(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let subject = subject_of(&ctx.args)?;
-    require_vehicle(ctx.ctx, &subject)?;
-    auth::require_all_of(caller(ctx.ctx), &EVENT_PRIVILEGES).map_err(|e| errors::from_auth(&e))?;
+    let subject = vehicle(ctx, &EVENT_PRIVILEGES, TokenIdCheck::InvalidArgument)?;
     let filter = match ctx.args.get("filter") {
         Some(f) if !f.is_null() => {
             let v = f.as_value();
@@ -740,11 +791,11 @@ pub const SEGMENT_PRIVILEGES: [Privilege; 2] = [
     Privilege::VehicleNonLocationData,
 ];
 
-fn mechanism_arg(args: &ObjectAccessor<'_>) -> Result<Mechanism> {
-    let arg = args.try_get("mechanism")?;
-    arg.enum_name()?
-        .parse::<Mechanism>()
-        .map_err(|e| errors::bad_request(e.to_string()))
+fn mechanism_arg(ctx: &ResolverContext<'_>) -> Result<Mechanism> {
+    let arg = ctx.args.try_get("mechanism")?;
+    let name = arg.enum_name()?;
+    crate::dialect::mechanism(Dialect::of(ctx.ctx), name)
+        .ok_or_else(|| errors::bad_request(format!("unknown mechanism {name}")))
 }
 
 /// One `SegmentConfig` field as the wire has it (omitted / `null` / value).
@@ -866,10 +917,7 @@ fn signal_location(t: Ts, l: &Location) -> Result<Value> {
 
 /// `segments` (§3.1).
 pub async fn segments(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let subject = subject_of(&ctx.args)?;
-    require_vehicle(ctx.ctx, &subject)?;
-    auth::require_all_of(caller(ctx.ctx), &SEGMENT_PRIVILEGES)
-        .map_err(|e| errors::from_auth(&e))?;
+    let subject = vehicle(ctx, &SEGMENT_PRIVILEGES, TokenIdCheck::InvalidTokenId)?;
     let limit = match ctx.args.get("limit") {
         None => Some(query::segments::pipeline::DEFAULT_LIMIT),
         Some(v) if v.is_null() => None,
@@ -881,7 +929,7 @@ pub async fn segments(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'st
             subject,
             from: to_ts(time_arg(&ctx.args, "from")?)?,
             to: to_ts(time_arg(&ctx.args, "to")?)?,
-            mechanism: mechanism_arg(&ctx.args)?,
+            mechanism: mechanism_arg(ctx)?,
             config: config_arg(&ctx.args)?,
             limit,
             after: optional_time(&ctx.args, "after")?.map(to_ts).transpose()?,
@@ -924,10 +972,7 @@ pub async fn segments(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'st
 
 /// `dailyActivity` (§3.5).
 pub async fn daily_activity(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let subject = subject_of(&ctx.args)?;
-    require_vehicle(ctx.ctx, &subject)?;
-    auth::require_all_of(caller(ctx.ctx), &SEGMENT_PRIVILEGES)
-        .map_err(|e| errors::from_auth(&e))?;
+    let subject = vehicle(ctx, &SEGMENT_PRIVILEGES, TokenIdCheck::InvalidTokenId)?;
     let timezone = match ctx.args.get("timezone") {
         Some(v) if !v.is_null() => Some(v.string()?.to_string()),
         _ => None,
@@ -937,7 +982,7 @@ pub async fn daily_activity(ctx: &ResolverContext<'_>) -> Result<Option<FieldVal
             subject,
             from: to_ts(time_arg(&ctx.args, "from")?)?,
             to: to_ts(time_arg(&ctx.args, "to")?)?,
-            mechanism: mechanism_arg(&ctx.args)?,
+            mechanism: mechanism_arg(ctx)?,
             config: config_arg(&ctx.args)?,
             timezone,
         },
@@ -945,7 +990,14 @@ pub async fn daily_activity(ctx: &ResolverContext<'_>) -> Result<Option<FieldVal
         event_names: event_names_arg(&ctx.args),
     };
     let now = chrono::Utc::now();
-    let days = run(ctx.ctx, move |e| e.daily_activity(&q, now)).await?;
+    let dialect = Dialect::of(ctx.ctx);
+    let days = run(ctx.ctx, move |e| e.daily_activity(&q, now))
+        .await
+        .map_err(|mut e| {
+            // The rejection of IDLING/REFUEL/RECHARGE names mechanisms (§2.3).
+            e.message = crate::dialect::spell_mechanisms(dialect, &e.message);
+            e
+        })?;
     let values = days
         .iter()
         .map(|d| {

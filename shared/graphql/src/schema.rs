@@ -1,14 +1,17 @@
-//! The dq dialect's executable schema (dq-query.md §1), built at runtime from the signal
-//! catalog (`dq_signals::SIGNALS`, i.e. `shared/signals/data/signals.json`) so the 116 signal
-//! fields × (aggregation, latest) and their privilege directives cannot drift from the
-//! decoders' catalog.
+//! The executable schema of each dialect (dq-query.md §1, dialects.md §2.1, §3.1, §6.1), built
+//! at runtime from the signal catalog (`dq_signals::SIGNALS`, i.e.
+//! `shared/signals/data/signals.json`) so the 116 signal fields × (aggregation, latest) and
+//! their privilege directives cannot drift from the decoders' catalog.
 //!
-//! Shared object/input types are registered by [`register_shared`] so other dialects
-//! (dialects.md §6.1) can include the same types under their own root `Query`.
+//! Types are registered in shared sets — [`register_signal_types`] (dq, telemetry) and
+//! [`register_cloud_event_types`] (dq, fetch) — under one root `Query` per dialect, whose
+//! fields differ only in the vehicle argument and the dialect-only operations.
 
 use crate::cloud_events;
+use crate::dialect::Dialect;
 use crate::resolvers;
 use crate::scalars;
+use crate::telemetry;
 use async_graphql::dynamic::{
     Directive, Enum, Field, FieldFuture, FieldValue, InputObject, InputValue, Object, Scalar,
     Schema, SchemaBuilder, SchemaError, TypeRef,
@@ -16,6 +19,7 @@ use async_graphql::dynamic::{
 use async_graphql::{Name, Value};
 use auth::authz::{APPROXIMATE_LOCATION_PRIVILEGES, APPROXIMATE_LOCATION_SIGNAL};
 use dq_signals::{SignalDef, ValueKind, SIGNALS};
+use query::segments::Mechanism;
 
 /// Complexity limit (gqlgen FixedComplexityLimit(100)).
 pub const COMPLEXITY_LIMIT: usize = 100;
@@ -90,8 +94,9 @@ fn enum_type(name: &str, items: &[&str]) -> Enum {
     Enum::new(name).items(items.iter().copied())
 }
 
-/// Registers the types shared by the dialects: scalars, enums, inputs and value objects.
-pub fn register_shared(builder: SchemaBuilder) -> SchemaBuilder {
+/// Registers the types dq and telemetry share (dialects.md §2.2): scalars, the signal, event
+/// and segment types, `Privilege`. `DetectionMechanism` is per dialect ([`detection_mechanism`]).
+pub fn register_signal_types(builder: SchemaBuilder) -> SchemaBuilder {
     let privileges: Vec<&str> = auth::Privilege::ALL
         .iter()
         .map(|p| p.graphql_name())
@@ -146,9 +151,8 @@ pub fn register_shared(builder: SchemaBuilder) -> SchemaBuilder {
         TypeRef::named_nn_list("StringArrayFilter"),
     ));
     builder
-        .register(Scalar::new("Time").validator(scalars::is_time))
+        .register(time_scalar())
         .register(Scalar::new("Uint64").validator(|v| matches!(v, Value::Number(n) if n.is_u64())))
-        .register(Scalar::new("JSON"))
         .register(enum_type("Privilege", &privileges))
         .register(enum_type(
             "FloatAggregation",
@@ -278,67 +282,6 @@ pub fn register_shared(builder: SchemaBuilder) -> SchemaBuilder {
             ],
         ))
         .register(
-            InputObject::new("CloudEventFilter")
-                .field(InputValue::new("id", opt(TypeRef::STRING)))
-                .field(InputValue::new("type", opt(TypeRef::STRING)))
-                .field(InputValue::new(
-                    "types",
-                    TypeRef::named_nn_list(TypeRef::STRING),
-                ))
-                .field(InputValue::new("dataversion", opt(TypeRef::STRING)))
-                .field(InputValue::new("source", opt(TypeRef::STRING)))
-                .field(InputValue::new("producer", opt(TypeRef::STRING)))
-                .field(InputValue::new("before", opt("Time")))
-                .field(InputValue::new("after", opt("Time"))),
-        )
-        .register(value_object(
-            "CloudEventHeader",
-            &[
-                ("specversion", nn(TypeRef::STRING)),
-                ("type", nn(TypeRef::STRING)),
-                ("source", nn(TypeRef::STRING)),
-                ("subject", nn(TypeRef::STRING)),
-                ("id", nn(TypeRef::STRING)),
-                ("time", nn("Time")),
-                ("datacontenttype", opt(TypeRef::STRING)),
-                ("dataschema", opt(TypeRef::STRING)),
-                ("dataversion", opt(TypeRef::STRING)),
-                ("producer", nn(TypeRef::STRING)),
-                ("signature", opt(TypeRef::STRING)),
-                ("raweventid", opt(TypeRef::STRING)),
-                ("tags", TypeRef::named_nn_list_nn(TypeRef::STRING)),
-            ],
-        ))
-        .register(value_object(
-            "CloudEvent",
-            &[
-                ("header", nn("CloudEventHeader")),
-                ("data", opt("JSON")),
-                ("dataBase64", opt(TypeRef::STRING)),
-                ("dataUrl", opt(TypeRef::STRING)),
-            ],
-        ))
-        .register(value_object(
-            "CloudEventTypeSummary",
-            &[
-                ("type", nn(TypeRef::STRING)),
-                ("count", nn(TypeRef::INT)),
-                ("firstSeen", nn("Time")),
-                ("lastSeen", nn("Time")),
-            ],
-        ))
-        .register(enum_type(
-            "DetectionMechanism",
-            &[
-                "IGNITION_DETECTION",
-                "FREQUENCY_ANALYSIS",
-                "CHANGE_POINT_DETECTION",
-                "IDLING",
-                "REFUEL",
-                "RECHARGE",
-            ],
-        ))
-        .register(
             InputObject::new("SegmentSignalRequest")
                 .field(InputValue::new("name", nn(TypeRef::STRING)))
                 .field(InputValue::new("agg", nn("FloatAggregation"))),
@@ -398,6 +341,77 @@ pub fn register_shared(builder: SchemaBuilder) -> SchemaBuilder {
         ))
         .register(signal_aggregations())
         .register(signal_collection())
+}
+
+fn time_scalar() -> Scalar {
+    Scalar::new("Time").validator(scalars::is_time)
+}
+
+/// `DetectionMechanism` in the dialect's spelling (dialects.md §2.2); both map onto one
+/// internal `Mechanism` ([`crate::dialect::mechanism`]).
+fn detection_mechanism(dialect: Dialect) -> Enum {
+    let names: Vec<&str> = Mechanism::ALL
+        .iter()
+        .map(|m| crate::dialect::mechanism_name(dialect, *m))
+        .collect();
+    enum_type("DetectionMechanism", &names)
+}
+
+/// Registers the types dq and fetch share (dialects.md §3.1): `JSON` and the cloud-event
+/// types.
+pub fn register_cloud_event_types(builder: SchemaBuilder) -> SchemaBuilder {
+    builder
+        .register(Scalar::new("JSON"))
+        .register(
+            InputObject::new("CloudEventFilter")
+                .field(InputValue::new("id", opt(TypeRef::STRING)))
+                .field(InputValue::new("type", opt(TypeRef::STRING)))
+                .field(InputValue::new(
+                    "types",
+                    TypeRef::named_nn_list(TypeRef::STRING),
+                ))
+                .field(InputValue::new("dataversion", opt(TypeRef::STRING)))
+                .field(InputValue::new("source", opt(TypeRef::STRING)))
+                .field(InputValue::new("producer", opt(TypeRef::STRING)))
+                .field(InputValue::new("before", opt("Time")))
+                .field(InputValue::new("after", opt("Time"))),
+        )
+        .register(value_object(
+            "CloudEventHeader",
+            &[
+                ("specversion", nn(TypeRef::STRING)),
+                ("type", nn(TypeRef::STRING)),
+                ("source", nn(TypeRef::STRING)),
+                ("subject", nn(TypeRef::STRING)),
+                ("id", nn(TypeRef::STRING)),
+                ("time", nn("Time")),
+                ("datacontenttype", opt(TypeRef::STRING)),
+                ("dataschema", opt(TypeRef::STRING)),
+                ("dataversion", opt(TypeRef::STRING)),
+                ("producer", nn(TypeRef::STRING)),
+                ("signature", opt(TypeRef::STRING)),
+                ("raweventid", opt(TypeRef::STRING)),
+                ("tags", TypeRef::named_nn_list_nn(TypeRef::STRING)),
+            ],
+        ))
+        .register(value_object(
+            "CloudEvent",
+            &[
+                ("header", nn("CloudEventHeader")),
+                ("data", opt("JSON")),
+                ("dataBase64", opt(TypeRef::STRING)),
+                ("dataUrl", opt(TypeRef::STRING)),
+            ],
+        ))
+        .register(value_object(
+            "CloudEventTypeSummary",
+            &[
+                ("type", nn(TypeRef::STRING)),
+                ("count", nn(TypeRef::INT)),
+                ("firstSeen", nn("Time")),
+                ("lastSeen", nn("Time")),
+            ],
+        ))
 }
 
 fn approximate_directive() -> Directive {
@@ -511,8 +525,13 @@ fn signal_collection() -> Object {
     obj
 }
 
-fn subject_arg() -> InputValue {
-    InputValue::new("subject", nn(TypeRef::STRING))
+/// The vehicle argument of the signal operations: `subject: String!` (dq) or `tokenId: Int!`
+/// (telemetry), same position (dialects.md §2.1).
+fn vehicle_arg(dialect: Dialect) -> InputValue {
+    match dialect {
+        Dialect::Telemetry => InputValue::new("tokenId", nn(TypeRef::INT)),
+        _ => InputValue::new("subject", nn(TypeRef::STRING)),
+    }
 }
 
 fn vehicle_token() -> Directive {
@@ -531,10 +550,22 @@ macro_rules! non_null_root {
     };
 }
 
+/// A nullable root field: an error nulls only this field.
+macro_rules! nullable_root {
+    ($f:path) => {
+        |ctx| {
+            FieldFuture::new(async move {
+                let r = $f(&ctx).await;
+                resolvers::nullable(&ctx, r)
+            })
+        }
+    };
+}
+
 /// The arguments and gates `segments` and `dailyActivity` share (§1.2).
-fn segment_args(field: Field) -> Field {
+fn segment_args(field: Field, dialect: Dialect) -> Field {
     field
-        .argument(subject_arg())
+        .argument(vehicle_arg(dialect))
         .argument(InputValue::new("from", nn("Time")))
         .argument(InputValue::new("to", nn("Time")))
         .argument(InputValue::new("mechanism", nn("DetectionMechanism")))
@@ -554,23 +585,17 @@ fn segment_args(field: Field) -> Field {
         ))
 }
 
-/// The dq dialect's root `Query` (§1.2).
-fn dq_query() -> Object {
+/// The eight signal/event/segment operations dq and telemetry share (dialects.md §2.1).
+fn vehicle_fields(query: Object, dialect: Dialect) -> Object {
     let filter = || InputValue::new("filter", opt("SignalFilter"));
-    let ce_filter = || InputValue::new("filter", opt("CloudEventFilter"));
-    Object::new("Query")
+    query
         .field(
             Field::new(
                 "signals",
                 TypeRef::named_nn_list("SignalAggregations"),
-                |ctx| {
-                    FieldFuture::new(async move {
-                        let r = resolvers::signals(&ctx).await;
-                        resolvers::nullable(&ctx, r)
-                    })
-                },
+                nullable_root!(resolvers::signals),
             )
-            .argument(subject_arg())
+            .argument(vehicle_arg(dialect))
             .argument(InputValue::new("interval", nn(TypeRef::STRING)))
             .argument(InputValue::new("from", nn("Time")))
             .argument(InputValue::new("to", nn("Time")))
@@ -578,13 +603,12 @@ fn dq_query() -> Object {
             .directive(vehicle_token()),
         )
         .field(
-            Field::new("signalsLatest", opt("SignalCollection"), |ctx| {
-                FieldFuture::new(async move {
-                    let r = resolvers::signals_latest(&ctx).await;
-                    resolvers::nullable(&ctx, r)
-                })
-            })
-            .argument(subject_arg())
+            Field::new(
+                "signalsLatest",
+                opt("SignalCollection"),
+                nullable_root!(resolvers::signals_latest),
+            )
+            .argument(vehicle_arg(dialect))
             .argument(filter())
             .directive(vehicle_token()),
         )
@@ -592,47 +616,39 @@ fn dq_query() -> Object {
             Field::new(
                 "availableSignals",
                 TypeRef::named_nn_list(TypeRef::STRING),
-                |ctx| {
-                    FieldFuture::new(async move {
-                        let r = resolvers::available_signals(&ctx).await;
-                        resolvers::nullable(&ctx, r)
-                    })
-                },
+                nullable_root!(resolvers::available_signals),
             )
-            .argument(subject_arg())
+            .argument(vehicle_arg(dialect))
             .argument(filter())
             .directive(vehicle_token()),
         )
         .field(
-            Field::new("dataSummary", opt("DataSummary"), |ctx| {
-                FieldFuture::new(async move {
-                    let r = resolvers::data_summary(&ctx).await;
-                    resolvers::nullable(&ctx, r)
-                })
-            })
-            .argument(subject_arg())
+            Field::new(
+                "dataSummary",
+                opt("DataSummary"),
+                nullable_root!(resolvers::data_summary),
+            )
+            .argument(vehicle_arg(dialect))
             .argument(filter())
             .directive(vehicle_token()),
         )
         .field(
-            Field::new("signalsSnapshot", opt("SignalsSnapshotResponse"), |ctx| {
-                FieldFuture::new(async move {
-                    let r = resolvers::signals_snapshot(&ctx).await;
-                    resolvers::nullable(&ctx, r)
-                })
-            })
-            .argument(subject_arg())
+            Field::new(
+                "signalsSnapshot",
+                opt("SignalsSnapshotResponse"),
+                nullable_root!(resolvers::signals_snapshot),
+            )
+            .argument(vehicle_arg(dialect))
             .argument(filter())
             .directive(vehicle_token()),
         )
         .field(
-            Field::new("events", TypeRef::named_nn_list("Event"), |ctx| {
-                FieldFuture::new(async move {
-                    let r = resolvers::events(&ctx).await;
-                    resolvers::nullable(&ctx, r)
-                })
-            })
-            .argument(subject_arg())
+            Field::new(
+                "events",
+                TypeRef::named_nn_list("Event"),
+                nullable_root!(resolvers::events),
+            )
+            .argument(vehicle_arg(dialect))
             .argument(InputValue::new("from", nn("Time")))
             .argument(InputValue::new("to", nn("Time")))
             .argument(InputValue::new("filter", opt("EventFilter")))
@@ -643,29 +659,42 @@ fn dq_query() -> Object {
             )),
         )
         .field(
-            segment_args(Field::new(
-                "segments",
-                TypeRef::named_nn_list_nn("Segment"),
-                non_null_root!(resolvers::segments),
-            ))
+            segment_args(
+                Field::new(
+                    "segments",
+                    TypeRef::named_nn_list_nn("Segment"),
+                    non_null_root!(resolvers::segments),
+                ),
+                dialect,
+            )
             .argument(InputValue::new("limit", opt(TypeRef::INT)).default_value(100))
             .argument(InputValue::new("after", opt("Time"))),
         )
         .field(
-            segment_args(Field::new(
-                "dailyActivity",
-                TypeRef::named_nn_list_nn("DailyActivity"),
-                non_null_root!(resolvers::daily_activity),
-            ))
+            segment_args(
+                Field::new(
+                    "dailyActivity",
+                    TypeRef::named_nn_list_nn("DailyActivity"),
+                    non_null_root!(resolvers::daily_activity),
+                ),
+                dialect,
+            )
             .argument(InputValue::new("timezone", opt(TypeRef::STRING))),
         )
+}
+
+/// The dq dialect's root `Query` (§1.2).
+fn dq_query() -> Object {
+    let subject = || InputValue::new("subject", nn(TypeRef::STRING));
+    let ce_filter = || InputValue::new("filter", opt("CloudEventFilter"));
+    vehicle_fields(Object::new("Query"), Dialect::Dq)
         .field(
             Field::new(
                 "latestCloudEvent",
                 nn("CloudEvent"),
                 non_null_root!(cloud_events::latest_cloud_event),
             )
-            .argument(subject_arg())
+            .argument(subject())
             .argument(ce_filter()),
         )
         .field(
@@ -674,7 +703,7 @@ fn dq_query() -> Object {
                 TypeRef::named_nn_list_nn("CloudEvent"),
                 non_null_root!(cloud_events::cloud_events),
             )
-            .argument(subject_arg())
+            .argument(subject())
             .argument(InputValue::new("limit", opt(TypeRef::INT)).default_value(10))
             .argument(ce_filter()),
         )
@@ -684,18 +713,177 @@ fn dq_query() -> Object {
                 TypeRef::named_nn_list_nn("CloudEventTypeSummary"),
                 non_null_root!(cloud_events::available_types),
             )
-            .argument(subject_arg())
+            .argument(subject())
             .argument(ce_filter()),
         )
 }
 
-/// Builds the dq dialect's schema (no data attached; requests carry the engine and principal).
+/// telemetry-api's root `Query` (dialects.md §2.1) and its own types (§2.2).
+fn register_telemetry(builder: SchemaBuilder) -> SchemaBuilder {
+    let query = vehicle_fields(Object::new("Query"), Dialect::Telemetry)
+        .field(
+            Field::new(
+                "attestations",
+                TypeRef::named_list("Attestation"),
+                nullable_root!(telemetry::attestations),
+            )
+            .argument(InputValue::new("tokenId", opt(TypeRef::INT)))
+            .argument(InputValue::new("subject", opt(TypeRef::STRING)))
+            .argument(InputValue::new("filter", opt("AttestationFilter"))),
+        )
+        .field(
+            Field::new(
+                "vinVCLatest",
+                opt("VINVC"),
+                nullable_root!(telemetry::vin_vc_latest),
+            )
+            .argument(InputValue::new("tokenId", nn(TypeRef::INT)))
+            .directive(vehicle_token())
+            .directive(privilege_directive(
+                "requiresAllOfPrivileges",
+                &[auth::Privilege::VehicleVinCredential],
+            )),
+        );
+    builder
+        .register(Scalar::new("Address").description(
+            "A 20-byte Ethereum address, encoded as a checksummed hex string with 0x prefix.",
+        ))
+        .register(value_object(
+            "Attestation",
+            &[
+                ("id", nn(TypeRef::STRING)),
+                ("vehicleTokenId", nn(TypeRef::INT)),
+                ("time", nn("Time")),
+                ("attestation", nn(TypeRef::STRING)),
+                ("type", nn(TypeRef::STRING)),
+                ("source", nn("Address")),
+                ("dataVersion", nn(TypeRef::STRING)),
+                ("producer", opt(TypeRef::STRING)),
+                ("signature", nn(TypeRef::STRING)),
+                ("tags", TypeRef::named_nn_list(TypeRef::STRING)),
+            ],
+        ))
+        .register(
+            InputObject::new("AttestationFilter")
+                .field(InputValue::new("id", opt(TypeRef::STRING)))
+                .field(InputValue::new("source", opt("Address")))
+                .field(InputValue::new("dataVersion", opt(TypeRef::STRING)))
+                .field(InputValue::new("producer", opt(TypeRef::STRING)))
+                .field(InputValue::new("before", opt("Time")))
+                .field(InputValue::new("after", opt("Time")))
+                .field(InputValue::new("limit", opt(TypeRef::INT)))
+                .field(InputValue::new("cursor", opt("Time")))
+                .field(InputValue::new("tags", opt("StringArrayFilter"))),
+        )
+        .register(value_object(
+            "VINVC",
+            &[
+                ("vehicleTokenId", opt(TypeRef::INT)),
+                ("vin", opt(TypeRef::STRING)),
+                ("recordedBy", opt(TypeRef::STRING)),
+                ("recordedAt", opt("Time")),
+                ("countryCode", opt(TypeRef::STRING)),
+                ("vehicleContractAddress", opt(TypeRef::STRING)),
+                ("validFrom", opt("Time")),
+                ("validTo", opt("Time")),
+                ("rawVC", nn(TypeRef::STRING)),
+            ],
+        ))
+        .register(query)
+}
+
+/// fetch-api's root `Query` (dialects.md §3.1) and `CloudEventIndex`.
+fn register_fetch(builder: SchemaBuilder) -> SchemaBuilder {
+    let did = || InputValue::new("did", nn(TypeRef::STRING));
+    let ce_filter = || InputValue::new("filter", opt("CloudEventFilter"));
+    let include_deleted =
+        || InputValue::new("includeDeleted", opt(TypeRef::BOOLEAN)).default_value(false);
+    let limit = || InputValue::new("limit", opt(TypeRef::INT)).default_value(10);
+    let query = Object::new("Query")
+        .field(
+            Field::new(
+                "latestIndex",
+                opt("CloudEventIndex"),
+                nullable_root!(cloud_events::latest_index),
+            )
+            .argument(did())
+            .argument(ce_filter())
+            .argument(include_deleted()),
+        )
+        .field(
+            Field::new(
+                "indexes",
+                TypeRef::named_nn_list_nn("CloudEventIndex"),
+                non_null_root!(cloud_events::indexes),
+            )
+            .argument(did())
+            .argument(limit())
+            .argument(ce_filter())
+            .argument(include_deleted()),
+        )
+        .field(
+            Field::new(
+                "latestCloudEvent",
+                opt("CloudEvent"),
+                nullable_root!(cloud_events::latest_cloud_event),
+            )
+            .argument(did())
+            .argument(ce_filter())
+            .argument(include_deleted()),
+        )
+        .field(
+            Field::new(
+                "cloudEvents",
+                TypeRef::named_nn_list_nn("CloudEvent"),
+                non_null_root!(cloud_events::cloud_events),
+            )
+            .argument(did())
+            .argument(limit())
+            .argument(ce_filter())
+            .argument(include_deleted()),
+        )
+        .field(
+            Field::new(
+                "availableCloudEventTypes",
+                TypeRef::named_nn_list_nn("CloudEventTypeSummary"),
+                non_null_root!(cloud_events::available_types),
+            )
+            .argument(did())
+            .argument(ce_filter())
+            .argument(include_deleted()),
+        );
+    builder
+        .register(value_object(
+            "CloudEventIndex",
+            &[
+                ("header", nn("CloudEventHeader")),
+                ("indexKey", nn(TypeRef::STRING)),
+            ],
+        ))
+        .register(query)
+}
+
+/// Builds a dialect's schema. Requests carry the engine, cloud-event backend and principal;
+/// the schema carries the dialect and its settings.
 ///
 /// # Errors
 /// A schema construction bug.
-pub fn build() -> Result<Schema, SchemaError> {
-    register_shared(Schema::build("Query", None, None))
-        .register(dq_query())
-        .limit_complexity(COMPLEXITY_LIMIT)
-        .finish()
+pub fn build(
+    dialect: Dialect,
+    settings: crate::dialect::DialectSettings,
+) -> Result<Schema, SchemaError> {
+    let builder = Schema::build("Query", None, None)
+        .data(dialect)
+        .data(settings);
+    let builder = match dialect {
+        Dialect::Dq => register_cloud_event_types(register_signal_types(builder))
+            .register(detection_mechanism(dialect))
+            .register(dq_query()),
+        Dialect::Telemetry => register_telemetry(register_signal_types(builder))
+            .register(detection_mechanism(dialect)),
+        Dialect::Fetch => {
+            register_fetch(register_cloud_event_types(builder.register(time_scalar())))
+        }
+    };
+    builder.limit_complexity(COMPLEXITY_LIMIT).finish()
 }

@@ -220,25 +220,7 @@ async fn externalized_payloads_are_presigned() {
         .await
         .unwrap();
     assert_eq!(report.externalized, 1);
-    let (engine, db) = graphql::http::share_lake(lake);
-    let signer = DevSigner::generate(ISSUER).unwrap();
-    let state = AppState::new(
-        graphql::schema::build().unwrap(),
-        Arc::new(engine),
-        Some(signer.validator().unwrap()),
-        Limits::default(),
-    )
-    .with_cloud_events(graphql::cloud_events::CloudEvents {
-        db,
-        payloads: fetch::Payloads::new(Some(Arc::clone(&store))),
-        store: Some(store),
-        links: None,
-    });
-    let f = Fixture {
-        _lake: t,
-        state: Arc::new(state),
-        signer,
-    };
+    let f = serve(t, lake, Limits::default(), None, Some(store));
     let token = f.token(&subject, &[Permission::GetRawData]);
     let q =
         format!(r#"{{ cloudEvents(subject: "{subject}") {{ header {{ id }} data dataUrl }} }}"#);
@@ -255,4 +237,14 @@ async fn externalized_payloads_are_presigned() {
     assert_eq!(list[1]["header"]["id"], "small");
     assert_eq!(list[1]["data"]["signals"][0]["value"], 1.0);
     assert_eq!(list[1]["dataUrl"], Value::Null);
+    // The fetch dialect presigns the same blob (dialects.md §3.3), whatever is selected.
+    let q = format!(r#"{{ cloudEvents(did: "{subject}") {{ header {{ id }} data dataUrl }} }}"#);
+    let (_, fetch) = f.gql_in(graphql::Dialect::Fetch, Some(&token), &q).await;
+    let fetched = fetch["data"]["cloudEvents"].as_array().unwrap();
+    assert_eq!(fetched[0]["data"], Value::Null, "{fetch}");
+    assert!(fetched[0]["dataUrl"]
+        .as_str()
+        .unwrap()
+        .contains("X-Amz-Signature"));
+    assert_eq!(fetched[1], list[1]);
 }

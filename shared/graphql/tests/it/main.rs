@@ -10,10 +10,12 @@
 //! - `segments.rs`: `segments` / `dailyActivity` (pages, summaries, validation, time zones).
 //! - `hostile.rs`: generated hostile documents and SQL injection payloads (issue 10).
 //! - `faults.rs`: the PostgreSQL catalog restarted under queries (issue 10).
+//! - `dialects.rs`: the telemetry-api and fetch-api dialects over the same lake (issue 11).
 
 mod aggregations;
 mod authn;
 mod cloud_events;
+mod dialects;
 mod faults;
 mod hostile;
 mod routes;
@@ -26,7 +28,7 @@ use auth::Permission;
 use axum::body::Body;
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use dq_cloudevent::event::{CloudEventHeader, RawEvent};
-use graphql::{AppState, Limits};
+use graphql::{AppState, Dialect, Limits};
 use http_body_util::BodyExt;
 use lake::testing::{Backend, TestLake};
 use serde_json::Value;
@@ -38,6 +40,8 @@ pub const SOURCE: &str = "0x0Ac7C7A6d1E85f5e9B2B63C9D2E7D8f0c1b2A395";
 pub const SOURCE_DID: &str = "did:ethr:137:0x0Ac7C7A6d1E85f5e9B2B63C9D2E7D8f0c1b2A395";
 pub const OTHER_SOURCE: &str = "0x1234567890123456789012345678901234567890";
 pub const ISSUER: &str = "https://auth.dimo.test";
+/// The attester of VIN credentials in the telemetry deployment (`STORAGE_NODE_DEV_LICENSE`).
+pub const STORAGE_NODE: &str = "0x49eAf63eD94FEf3d40692862Eee2C8dB416B1a5f";
 
 pub fn vehicle(token: u32) -> String {
     format!("{CONTRACT}:{token}")
@@ -86,7 +90,12 @@ pub fn status(
 /// tokens come from `signer`.
 pub struct Fixture {
     _lake: TestLake,
+    /// The dq dialect.
     pub state: Arc<AppState>,
+    /// The telemetry-api dialect over the same lake.
+    pub telemetry: Arc<AppState>,
+    /// The fetch-api dialect over the same lake.
+    pub fetch: Arc<AppState>,
     pub signer: DevSigner,
 }
 
@@ -134,26 +143,54 @@ pub async fn fixture_in(
             }
         }
     }
-    let (engine, db) = graphql::http::share_lake(t.open().unwrap());
-    let signer = DevSigner::generate(ISSUER).unwrap();
-    let state = AppState::new(
-        graphql::schema::build().unwrap(),
-        Arc::new(engine),
-        Some(signer.validator().unwrap()),
-        limits,
-    )
-    .with_cloud_events(graphql::cloud_events::CloudEvents {
-        db,
-        payloads: fetch::Payloads::new(None),
-        store: None,
-        links: identity_url.map(|u| {
-            Arc::new(auth::remote::IdentityApi::new(reqwest::Client::new(), u))
-                as Arc<dyn auth::DeviceLinks>
-        }),
+    let links = identity_url.map(|u| {
+        Arc::new(auth::remote::IdentityApi::new(reqwest::Client::new(), u))
+            as Arc<dyn auth::DeviceLinks>
     });
+    let lake = t.open().unwrap();
+    serve(t, lake, limits, links, None)
+}
+
+/// Serves `lake` (opened from `t`) in every dialect: one engine, one state per dialect
+/// (dialects.md §6.1).
+pub fn serve(
+    t: TestLake,
+    lake: lake::Lake,
+    limits: Limits,
+    links: Option<Arc<dyn auth::DeviceLinks>>,
+    store: Option<Arc<blob::BlobStore>>,
+) -> Fixture {
+    let (engine, db) = graphql::http::share_lake(lake);
+    let engine = Arc::new(engine);
+    let signer = DevSigner::generate(ISSUER).unwrap();
+    let state = |dialect| {
+        let settings = graphql::DialectSettings {
+            storage_node_dev_license: Some(
+                dq_cloudevent::did::parse_address(STORAGE_NODE).unwrap(),
+            ),
+            ..graphql::DialectSettings::default()
+        };
+        let state = AppState::new(
+            dialect,
+            settings,
+            Arc::clone(&engine),
+            Some(signer.validator().unwrap()),
+            limits,
+        )
+        .unwrap()
+        .with_cloud_events(graphql::cloud_events::CloudEvents {
+            db: Arc::clone(&db),
+            payloads: fetch::Payloads::new(store.clone()),
+            store: store.clone(),
+            links: links.clone(),
+        });
+        Arc::new(state)
+    };
     Fixture {
         _lake: t,
-        state: Arc::new(state),
+        state: state(Dialect::Dq),
+        telemetry: state(Dialect::Telemetry),
+        fetch: state(Dialect::Fetch),
         signer,
     }
 }
@@ -172,9 +209,23 @@ impl Fixture {
             .unwrap()
     }
 
-    /// Sends a raw HTTP request through the router.
+    /// Sends a raw HTTP request through the dq router.
     pub async fn send(&self, req: http::Request<Body>) -> (u16, Vec<(String, String)>, Vec<u8>) {
-        let resp = graphql::router(Arc::clone(&self.state))
+        self.send_to(Dialect::Dq, req).await
+    }
+
+    /// Sends a raw HTTP request through the router of `dialect`.
+    pub async fn send_to(
+        &self,
+        dialect: Dialect,
+        req: http::Request<Body>,
+    ) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let state = match dialect {
+            Dialect::Dq => &self.state,
+            Dialect::Telemetry => &self.telemetry,
+            Dialect::Fetch => &self.fetch,
+        };
+        let resp = graphql::router(Arc::clone(state))
             .oneshot(req)
             .await
             .unwrap();
@@ -194,14 +245,21 @@ impl Fixture {
         (status, headers, body)
     }
 
-    /// POSTs a GraphQL query with an optional bearer token; returns status and JSON body.
+    /// POSTs a dq GraphQL query with an optional bearer token; returns status and JSON body.
     pub async fn gql(&self, token: Option<&str>, query: &str) -> (u16, Value) {
+        self.gql_in(Dialect::Dq, token, query).await
+    }
+
+    /// POSTs a GraphQL query to the `dialect` deployment.
+    pub async fn gql_in(&self, dialect: Dialect, token: Option<&str>, query: &str) -> (u16, Value) {
         let mut req = http::Request::post("/query").header("content-type", "application/json");
         if let Some(t) = token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
         let body = serde_json::json!({ "query": query }).to_string();
-        let (status, _, body) = self.send(req.body(Body::from(body)).unwrap()).await;
+        let (status, _, body) = self
+            .send_to(dialect, req.body(Body::from(body)).unwrap())
+            .await;
         let json = serde_json::from_slice(&body)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
         (status, json)

@@ -3,15 +3,75 @@
 
 #[test]
 fn served_sdl_equals_committed_file() {
-    let served = graphql::schema::build().unwrap().sdl();
-    if std::env::var_os("UPDATE_SDL").is_some() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/dq.graphql");
-        std::fs::write(path, &served).unwrap();
+    for dialect in graphql::Dialect::ALL {
+        let served = graphql::schema::build(dialect, graphql::DialectSettings::default())
+            .unwrap()
+            .sdl();
+        let file = format!("schema/{}.graphql", dialect.name());
+        if std::env::var_os("UPDATE_SDL").is_some() {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(&file);
+            std::fs::write(path, &served).unwrap();
+        }
+        assert!(
+            served == dialect.sdl(),
+            "served SDL differs from {file} (rerun with UPDATE_SDL=1 and review the diff)"
+        );
     }
-    assert!(
-        served == graphql::SDL,
-        "served SDL differs from schema/dq.graphql (rerun with UPDATE_SDL=1 and review the diff)"
-    );
+}
+
+/// The root fields of a dialect's committed SDL.
+fn root_fields(sdl: &str) -> Vec<&str> {
+    type_block(sdl, "Query")
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.trim().split(['(', ':']).next())
+        .filter(|f| !f.is_empty())
+        .collect()
+}
+
+/// dialects.md §1: each dialect's root fields, and nothing of another dialect leaks in.
+#[test]
+fn each_dialect_has_exactly_its_root_fields() {
+    use graphql::Dialect;
+    let shared = [
+        "signals",
+        "signalsLatest",
+        "availableSignals",
+        "dataSummary",
+        "signalsSnapshot",
+        "events",
+        "segments",
+        "dailyActivity",
+    ];
+    let mut dq = shared.to_vec();
+    dq.extend([
+        "latestCloudEvent",
+        "cloudEvents",
+        "availableCloudEventTypes",
+    ]);
+    let mut telemetry = shared.to_vec();
+    telemetry.extend(["attestations", "vinVCLatest"]);
+    let fetch = vec![
+        "latestIndex",
+        "indexes",
+        "latestCloudEvent",
+        "cloudEvents",
+        "availableCloudEventTypes",
+    ];
+    assert_eq!(root_fields(Dialect::Dq.sdl()), dq);
+    assert_eq!(root_fields(Dialect::Telemetry.sdl()), telemetry);
+    assert_eq!(root_fields(Dialect::Fetch.sdl()), fetch);
+    let t = Dialect::Telemetry.sdl();
+    assert!(t.contains("signalsLatest(tokenId: Int!, filter: SignalFilter): SignalCollection"));
+    assert!(t.contains("enum DetectionMechanism {\n\tignitionDetection"));
+    assert!(!t.contains("CloudEvent") && !t.contains("subject: String!"));
+    let f = Dialect::Fetch.sdl();
+    assert!(f.contains("latestCloudEvent(did: String!, filter: CloudEventFilter, includeDeleted: Boolean = false): CloudEvent\n"));
+    assert!(!f.contains("Privilege") && !f.contains("Signal"));
+    // The signal types are byte-identical between dq and telemetry (dialects.md §1).
+    for ty in ["SignalAggregations", "SignalCollection", "Segment"] {
+        assert_eq!(type_block(Dialect::Dq.sdl(), ty), type_block(t, ty), "{ty}");
+    }
 }
 
 /// The block of `type <name> { … }` in the SDL.
@@ -23,7 +83,7 @@ fn type_block<'a>(sdl: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn every_signal_carries_its_privilege_directive() {
-    let sdl = graphql::SDL;
+    let sdl = graphql::Dialect::Dq.sdl();
     assert_eq!(dq_signals::SIGNALS.len(), 116);
     for ty in ["SignalAggregations", "SignalCollection"] {
         let block = type_block(sdl, ty);

@@ -8,7 +8,7 @@ use serde_json::json;
 /// Five 10-minute ignition segments `[1200k, 1200k + 600]` s after [`at`]`(0)`, each with a
 /// fix at +60 s (latitude 10 + k), a speed of 20 + k at +120 s and a harsh-braking event
 /// in the third one.
-fn drives(subject: &str) -> Vec<RawEvent> {
+pub(crate) fn drives(subject: &str) -> Vec<RawEvent> {
     (0..5i64)
         .map(|k| {
             let t = |s: i64| at(k * 1200 + s);
