@@ -14,7 +14,7 @@ DEMO_DAYS ?= 2
 .PHONY: help extensions venv bench-venv build fmt lint test test-only fuzz-build demo bench bench-decode bench-materializer bench-query chaos reliability clean-demo
 
 help:
-	@echo "make demo          seed a local lake, decode it, serve GraphQL + FetchService (prints a curl)"
+	@echo "make demo          seed a local lake, decode it, serve GraphQL (dq :8080, telemetry :8081, fetch :8082) + FetchService (prints curls)"
 	@echo "make test          fmt + clippy + every test (file and PostgreSQL catalogs, moto S3)"
 	@echo "make extensions    provision the pinned DuckDB 1.5.4 extensions into $(DUCKDB_EXTENSION_DIR)"
 	@echo "make venv          create the Python venv with moto (S3 + DynamoDB API for tests)"
@@ -54,7 +54,8 @@ fuzz-build:
 test: extensions venv lint test-only invoke-test validate fuzz-build
 
 # Starts from an empty lake each time so the output is reproducible (scripts/demo.sh): seed,
-# decode until caught up, then serve FetchService and GraphQL. Always `--workspace`: building a
+# decode until caught up, then serve FetchService and GraphQL (one port per dialect: PORT,
+# PORT_TELEMETRY, PORT_FETCH). Always `--workspace`: building a
 # subset changes dependency feature unification and would rebuild DuckDB.
 demo: extensions
 	$(CARGO) build --workspace --bins --features dq-fn-graphql/dev

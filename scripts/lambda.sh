@@ -7,7 +7,8 @@
 # Environment:
 #   DQ_VENV            venv with cargo-lambda (scripts/deploy-tools.sh; default .venv)
 #   LAMBDA_DIR         output directory (default .local/lambda; zips land in functions/<bin>/)
-#   LAMBDA_BINS        functions to build (default "materializer graphql fetch")
+#   LAMBDA_BINS        functions to build (default "materializer graphql fetch"; the graphql zip
+#                      is the code of all three GraphQL functions, one per dialect)
 #   LAMBDA_TARGET_DIR  cargo target directory of the release build (default
 #                      /var/tmp/dq-target-lambda: separate from the debug CARGO_TARGET_DIR so the
 #                      two builds never wait on each other's lock)

@@ -11,12 +11,15 @@ directory and a local blob store in a temporary directory, seeded with `dqctl se
 
 Events come from events/ (the samples shipped with the functions) and tests/invoke/events/ (events
 written against the seeded demo fleet, e.g. its first vehicle did:erc721:137:0xbA57…:135114).
-They map to functions by file-name prefix: materializer-*.json, graphql-*.json, fetch-*.json.
-A file with another prefix fails the test (so nothing is silently skipped). Functions run one at a
-time (a file catalog has one writer process) in the order materializer, graphql, fetch; inside a
-function the *-scheduled* events go first, then the rest by name. Between the materializer and the
-query functions the materializer binary drains the lake in local mode (`--once`) so queries see
-decoded data.
+They map to functions by file-name prefix (the longest that matches): materializer-*.json,
+graphql-*.json, telemetry-graphql-*.json, fetch-graphql-*.json, fetch-*.json. A file with another
+prefix fails the test (so nothing is silently skipped). telemetry-graphql and fetch-graphql are
+template.yaml's TelemetryGraphqlFunction and FetchGraphqlFunction: the same graphql binary with
+GRAPHQL_DIALECT=telemetry / fetch (graphql runs with GRAPHQL_DIALECT=dq, as GraphqlFunction).
+Functions run one at a time (a file catalog has one writer process) in the order of FUNCTIONS;
+inside a function the *-scheduled* events go first, then the rest by name. Between the materializer
+and the query functions the materializer binary drains the lake in local mode (`--once`) so
+queries see decoded data.
 
 Assertions:
   materializer  a JSON object, no errorType, "action" equal to the event's action (scheduled
@@ -24,10 +27,13 @@ Assertions:
   graphql/fetch an API Gateway HTTP response with statusCode 200; /query bodies are JSON with
                 "data" and no "errors"; /grpc.* responses are gRPC-web with grpc-status 0 and a
                 message frame. tests/invoke/expect/<event file name> may set "statusCode",
-                "body" (exact JSON), "dataNotNull" (dotted paths under data), "grpcStatus"
+                "body" (exact JSON), "dataNotNull" (dotted paths under data; a number
+                indexes a list), "grpcStatus"
                 (sample events written for a crate's own test fixture can name data the demo
                 lake does not hold), each with a "why".
-`__DEV_TOKEN__` in an event is replaced by an RS256 token for the event's vehicle, signed by a key
+`__DEV_TOKEN__` in an event is replaced by an RS256 token for the event's vehicle (its first
+did:erc721, else the DID of its first `tokenId: N` under the function's DIMO_REGISTRY_CHAIN_ID /
+VEHICLE_NFT_ADDRESS, as the telemetry dialect resolves it), signed by a key
 made for the run whose JWKS is served on 127.0.0.1 (the query functions get it as
 TOKEN_EXCHANGE_ISSUER_URL / TOKEN_EXCHANGE_JWK_KEY_SET_URL); this needs the venv's python
 (cryptography). Optional per-function settings: tests/invoke/<function>.env (KEY=VALUE lines, $TMP expands to
@@ -54,8 +60,18 @@ import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FUNCTIONS = ["materializer", "graphql", "fetch"]  # invocation order; binary name = prefix
-QUERY_FUNCTIONS = {"graphql", "fetch"}
+# Invocation order; event file-name prefix -> (binary, extra settings). One graphql function per
+# GraphQL dialect, as template.yaml deploys them.
+FUNCTIONS = {
+    "materializer": ("materializer", {}),
+    "graphql": ("graphql", {"GRAPHQL_DIALECT": "dq"}),
+    "telemetry-graphql": ("graphql", {"GRAPHQL_DIALECT": "telemetry"}),
+    "fetch-graphql": ("graphql", {"GRAPHQL_DIALECT": "fetch"}),
+    "fetch": ("fetch", {}),
+}
+QUERY_FUNCTIONS = {"graphql", "telemetry-graphql", "fetch-graphql", "fetch"}
+# The telemetry dialect's defaults for tokenId -> did:erc721 (shared/graphql dialect settings).
+DEFAULT_CHAIN_ID, DEFAULT_VEHICLE_CONTRACT = "137", "0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF"
 DUCKDB_VERSION, PLATFORM = "v1.5.4", "linux_amd64"
 EXTENSIONS = ["ducklake", "icu", "postgres_scanner", "httpfs", "aws"]
 INVOKE_TIMEOUT_S = 600
@@ -99,6 +115,12 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def function_of(path: pathlib.Path):
+    """The function an event file belongs to: the longest FUNCTIONS prefix of its name."""
+    matches = [f for f in FUNCTIONS if path.name.startswith(f + "-")]
+    return max(matches, key=len) if matches else None
 
 
 def event_order(path: pathlib.Path):
@@ -187,7 +209,10 @@ def check_http(event: dict, out, expect: dict) -> str:
         for dotted in expect.get("dataNotNull", []):
             value = doc["data"]
             for part in dotted.split("."):
-                value = value.get(part) if isinstance(value, dict) else None
+                if isinstance(value, list) and part.isdigit():
+                    value = value[int(part)] if int(part) < len(value) else None
+                else:
+                    value = value.get(part) if isinstance(value, dict) else None
             if value is None:
                 raise Failure(f"data.{dotted} is null: {body[:500]!r}")
         return f"{status} data.{','.join(doc['data'])}"
@@ -276,8 +301,9 @@ def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def event_file(path: pathlib.Path, tmp: pathlib.Path, issuer) -> pathlib.Path:
-    """The event as sent: `__DEV_TOKEN__` replaced by a token for the event's vehicle."""
+def event_file(path: pathlib.Path, tmp: pathlib.Path, issuer, env: dict) -> pathlib.Path:
+    """The event as sent: `__DEV_TOKEN__` replaced by a token for the event's vehicle (a telemetry
+    `tokenId: N` stands for the vehicle DID the function's settings in `env` make of it)."""
     text = path.read_text()
     if "__DEV_TOKEN__" not in text:
         return path
@@ -287,11 +313,18 @@ def event_file(path: pathlib.Path, tmp: pathlib.Path, issuer) -> pathlib.Path:
     if event.get("isBase64Encoded"):
         body = base64.b64decode(body).decode(errors="replace")
     found = re.search(r"did:erc721:[0-9]+:0x[0-9a-fA-F]{40}:[0-9]+", text + body)
-    if not found:
-        raise Failure(f"{path.name} uses __DEV_TOKEN__ but names no did:erc721 vehicle")
+    token_id = re.search(r"tokenId:\s*([0-9]+)", body)
+    if found:
+        vehicle = found.group(0)
+    elif token_id:
+        chain = env.get("DIMO_REGISTRY_CHAIN_ID") or DEFAULT_CHAIN_ID
+        contract = env.get("VEHICLE_NFT_ADDRESS") or DEFAULT_VEHICLE_CONTRACT
+        vehicle = f"did:erc721:{chain}:{contract}:{token_id.group(1)}"
+    else:
+        raise Failure(f"{path.name} uses __DEV_TOKEN__ but names no did:erc721 vehicle or tokenId")
     out = tmp / "events" / path.name
     out.parent.mkdir(exist_ok=True)
-    out.write_text(text.replace("__DEV_TOKEN__", issuer.token(found.group(0))))
+    out.write_text(text.replace("__DEV_TOKEN__", issuer.token(vehicle)))
     return out
 
 
@@ -325,13 +358,13 @@ def main() -> int:
     unknown = []
     dirs = args.events or [str(ROOT / "events"), str(ROOT / "tests" / "invoke" / "events")]
     for path in sorted(p for d in dirs for p in pathlib.Path(d).glob("*.json")):
-        prefix = path.name.split("-", 1)[0]
-        (events[prefix] if prefix in events else unknown).append(path)
+        function = function_of(path)
+        (events[function] if function else unknown).append(path)
     if unknown:
-        print(f"invoke: no function for {[p.name for p in unknown]} (prefixes: {FUNCTIONS})", file=sys.stderr)
+        print(f"invoke: no function for {[p.name for p in unknown]} (prefixes: {list(FUNCTIONS)})", file=sys.stderr)
         return 1
     dqctl = pathlib.Path(args.dqctl) if args.dqctl else bin_dir / "dqctl"
-    needed = ["materializer"] + [f for f in FUNCTIONS if events[f]]
+    needed = ["materializer"] + [FUNCTIONS[f][0] for f in FUNCTIONS if events[f]]
     missing = [b for b in dict.fromkeys(needed) if not (bin_dir / b).is_file()]
     missing += [] if dqctl.is_file() else [str(dqctl)]
     if missing:
@@ -427,17 +460,19 @@ def main() -> int:
                 env["DUCKLAKE_READ_ONLY"] = "true"
             if issuer is not None and function in QUERY_FUNCTIONS:
                 env.update(issuer.env)
+            binary, settings = FUNCTIONS[function]
+            env.update(settings)
             env.update(load_env_file(ROOT / "tests" / "invoke" / f"{function}.env", tmp))
             fn_log = logs / f"{function}.log"
             spawned = time.monotonic()
-            proc = subprocess.Popen([str(bin_dir / function)], env=env, cwd=tmp,
+            proc = subprocess.Popen([str(bin_dir / binary)], env=env, cwd=tmp,
                                     stdout=fn_log.open("w"), stderr=subprocess.STDOUT)
             try:
                 for i, path in enumerate(sorted(events[function], key=event_order)):
                     event = json.loads(path.read_text())
                     start = time.monotonic()
                     res = subprocess.run(
-                        [str(cargo_lambda), "lambda", "invoke", "_", "--data-file", str(event_file(path, tmp, issuer)),
+                        [str(cargo_lambda), "lambda", "invoke", "_", "--data-file", str(event_file(path, tmp, issuer, env)),
                          "--invoke-address", "127.0.0.1", "--invoke-port", str(port), "--output-format", "json"],
                         capture_output=True, text=True, cwd=ROOT, timeout=INVOKE_TIMEOUT_S + 30,
                     )
@@ -460,12 +495,12 @@ def main() -> int:
                             expect = json.loads(exp_path.read_text()) if exp_path.is_file() else {}
                             detail = check_http(event, out, expect)
                         entry["ok"] = True
-                        print(f"  ok   {path.name:<40} {entry['ms']:>6} ms  {detail}"
+                        print(f"  ok   {path.name:<44} {entry['ms']:>6} ms  {detail}"
                               + (f"  [cold start {entry['cold_start_ms']} ms]" if i == 0 else ""))
                     except Failure as e:
                         entry["ok"], entry["error"] = False, str(e)
                         failures.append(f"{path.name}: {e}")
-                        print(f"  FAIL {path.name:<40} {e}")
+                        print(f"  FAIL {path.name:<44} {e}")
                         if proc.poll() is not None:
                             print(f"  {function} exited ({proc.returncode}); its log:\n{tail(fn_log)}")
                     report["events"].append(entry)
