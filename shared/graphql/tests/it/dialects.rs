@@ -380,6 +380,14 @@ async fn telemetry_errors_and_enums() {
     .await;
     assert!(message.starts_with("failed parsing interval"), "{message}");
     assert_eq!(code, Value::Null);
+    let (status, _) = f
+        .gql_in(
+            Dialect::Telemetry,
+            Some(&token),
+            r#"{ signalsLatest(tokenId: "39718") { lastSeen } }"#,
+        )
+        .await;
+    assert_eq!(status, 422);
 
     // An asset that is neither a vehicle nor an account DID invalidates the token (HTTP 401).
     let nft = telemetry_token(&f, RECORDED_BY, &every_permission());
@@ -740,6 +748,15 @@ async fn fetch_dialect_tombstones_indexes_and_nulls() {
         )
         .await;
     assert_eq!(status, 422);
+    // Bad arguments: wrong types are validation errors (HTTP 422) as in gqlgen.
+    for doc in [
+        "{ cloudEvents(did: 5) { header { id } } }".to_string(),
+        format!(r#"{{ indexes(did: "{v}", limit: "ten") {{ indexKey }} }}"#),
+        format!(r#"{{ latestIndex(did: "{v}", includeDeleted: "yes") {{ indexKey }} }}"#),
+    ] {
+        let (status, body) = f.gql_in(Dialect::Fetch, Some(&token), &doc).await;
+        assert_eq!(status, 422, "{doc}: {body}");
+    }
 }
 
 /// The same question in two dialects returns the same data (acceptance 2): fetch and dq agree

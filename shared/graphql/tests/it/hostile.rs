@@ -68,9 +68,14 @@ fn unwrap_type(t: &Value) -> (String, String) {
 }
 
 /// Root fields with their argument types, and each object type's leaf (scalar/enum) fields.
-async fn schema(f: &Fixture, token: &str) -> (Vec<Field>, BTreeMap<String, Vec<String>>) {
+async fn schema(
+    f: &Fixture,
+    dialect: Dialect,
+    token: &str,
+) -> (Vec<Field>, BTreeMap<String, Vec<String>>) {
     let (status, body) = f
-        .gql(
+        .gql_in(
+            dialect,
             Some(token),
             "{ __schema { queryType { name } types { name kind fields { name args { name type { name kind ofType { name kind ofType { name kind ofType { name kind } } } } } type { name kind ofType { name kind ofType { name kind ofType { name kind } } } } } } } }",
         )
@@ -114,7 +119,7 @@ async fn schema(f: &Fixture, token: &str) -> (Vec<Field>, BTreeMap<String, Vec<S
         leaves.insert(tname.to_string(), leaf);
     }
     assert!(
-        roots.len() >= 10,
+        roots.len() >= 5,
         "introspection found {} roots",
         roots.len()
     );
@@ -124,13 +129,21 @@ async fn schema(f: &Fixture, token: &str) -> (Vec<Field>, BTreeMap<String, Vec<S
 /// A value for an argument: right type, wrong type, huge, injection or null.
 fn value(rng: &mut Rng, arg: &Arg, subject: &str) -> String {
     let good = match (arg.name.as_str(), arg.ty.as_str()) {
-        ("subject", _) => lit(subject),
+        ("subject" | "did", _) => lit(subject),
+        ("tokenId", _) => subject.rsplit(':').next().unwrap_or("1").to_string(),
+        (_, "Address") => lit(rng.pick(&[SOURCE, "0x12", "not hex"])),
+        (_, "Boolean") => rng.pick(&["true", "false"]).to_string(),
         (_, "Time") => lit(rng.pick(&["2025-06-15T00:00:00Z", "2025-06-16T00:00:00Z"])),
         ("interval", _) => lit(rng.pick(&["1h", "5m", "24h", "0s", "-1h", "1y"])),
         (_, "Int") => rng.pick(&["0", "1", "-1", "100", "2147483647"]).to_string(),
         (_, "String") => lit(rng.pick(&INJECTIONS)),
         (_, "DetectionMechanism") => rng
-            .pick(&["IGNITION_DETECTION", "IDLING", "REFUEL"])
+            .pick(&[
+                "IGNITION_DETECTION",
+                "IDLING",
+                "ignitionDetection",
+                "refuel",
+            ])
             .to_string(),
         _ => "{}".to_string(),
     };
@@ -252,47 +265,72 @@ fn every_permission() -> Vec<Permission> {
     p
 }
 
+/// A token for `subject` with every permission and a wildcard attestation grant.
+fn token_for(f: &Fixture, subject: &str) -> String {
+    let mut claims = auth::dev::DevClaims::vehicle(subject, &every_permission());
+    claims.cloud_events =
+        Some(json!({"events": [{"event_type": "*", "source": "*", "ids": ["*"]}]}));
+    f.signer.mint(&claims).unwrap()
+}
+
 #[tokio::test]
 async fn generated_documents_never_fail_the_server() {
     let (f, subject) = seeded_lake().await;
-    let token = f.token(&subject, &every_permission());
+    let token = token_for(&f, &subject);
     let before = f.data(&subject, &baseline_query(&subject)).await;
-    let (roots, leaves) = schema(&f, &token).await;
     let mut rng = Rng::new(0x5eed_1234_abcd_0001);
-    let mut by_status: BTreeMap<u16, usize> = BTreeMap::new();
-    let (mut with_errors, mut with_data) = (0, 0);
-    let documents = 600;
-    for _ in 0..documents {
-        let doc = document(&mut rng, &roots, &leaves, &subject);
-        let (status, body) = answer_without_sql_errors(&f, &token, &doc).await;
-        *by_status.entry(status).or_default() += 1;
-        if body.get("errors").is_some() {
-            with_errors += 1;
+    let mut figures = serde_json::Map::new();
+    // Every dialect's own schema drives its documents (issue 11).
+    for (dialect, documents) in [
+        (Dialect::Dq, 600),
+        (Dialect::Telemetry, 200),
+        (Dialect::Fetch, 200),
+    ] {
+        let (roots, leaves) = schema(&f, dialect, &token).await;
+        let mut by_status: BTreeMap<u16, usize> = BTreeMap::new();
+        let (mut with_errors, mut with_data) = (0, 0);
+        for _ in 0..documents {
+            let doc = document(&mut rng, &roots, &leaves, &subject);
+            let (status, body) = answer_without_sql_errors(&f, dialect, &token, &doc).await;
+            *by_status.entry(status).or_default() += 1;
+            if body.get("errors").is_some() {
+                with_errors += 1;
+            }
+            if body.get("data").is_some_and(|d| !d.is_null()) {
+                with_data += 1;
+            }
         }
-        if body.get("data").is_some_and(|d| !d.is_null()) {
-            with_data += 1;
-        }
+        assert!(
+            with_data > 0,
+            "{dialect:?}: no document was answered with data"
+        );
+        figures.insert(
+            dialect.name().into(),
+            json!({
+                "documents": documents,
+                "by_http_status": by_status,
+                "answers_with_errors": with_errors,
+                "answers_with_data": with_data,
+                "server_errors": 0,
+            }),
+        );
     }
     assert_eq!(
         f.data(&subject, &baseline_query(&subject)).await,
         before,
         "answers changed"
     );
-    report(
-        "graphql-hostile",
-        &json!({
-            "documents": documents,
-            "by_http_status": by_status,
-            "answers_with_errors": with_errors,
-            "answers_with_data": with_data,
-            "server_errors": 0,
-        }),
-    );
+    report("graphql-hostile", &Value::Object(figures));
 }
 
 /// Sends `doc`; asserts no 5xx and no engine error text; returns the status and answer.
-async fn answer_without_sql_errors(f: &Fixture, token: &str, doc: &str) -> (u16, Value) {
-    let (status, body) = f.gql(Some(token), doc).await;
+async fn answer_without_sql_errors(
+    f: &Fixture,
+    dialect: Dialect,
+    token: &str,
+    doc: &str,
+) -> (u16, Value) {
+    let (status, body) = f.gql_in(dialect, Some(token), doc).await;
     assert!(status < 500, "HTTP {status} for {doc:.300}: {body}");
     let text = body.to_string();
     for leak in SQL_LEAKS {
@@ -329,7 +367,7 @@ async fn injection_payloads_reach_no_sql() {
         let token = f.token(p, &every_permission());
         for doc in &as_subject {
             requests += 1;
-            let text = answer_without_sql_errors(&f, &token, doc)
+            let text = answer_without_sql_errors(&f, Dialect::Dq, &token, doc)
                 .await
                 .1
                 .to_string();
@@ -367,7 +405,39 @@ async fn injection_payloads_reach_no_sql() {
         let token = f.token(s, &every_permission());
         for doc in &in_arguments {
             requests += 1;
-            answer_without_sql_errors(&f, &token, doc).await;
+            answer_without_sql_errors(&f, Dialect::Dq, &token, doc).await;
+        }
+        // The dialects' own string arguments (issue 11).
+        let token = token_for(&f, s);
+        let token_id = s.rsplit(':').next().unwrap();
+        let telemetry = [
+            format!(
+                r#"{{ attestations(tokenId: {token_id}, filter: {{id: {q}, dataVersion: {q}, producer: {q}, tags: {{containsAny: [{q}], or: [{{notContainsAll: [{q}]}}]}}}}) {{ id }} }}"#
+            ),
+            format!(r#"{{ attestations(subject: {q}) {{ id }} }}"#),
+            format!(r#"{{ attestations(tokenId: {token_id}, filter: {{source: {q}}}) {{ id }} }}"#),
+            format!(
+                r#"{{ dailyActivity(tokenId: {token_id}, from: "{from}", to: "{to}", mechanism: ignitionDetection, timezone: {q}) {{ duration }} }}"#
+            ),
+        ];
+        for doc in &telemetry {
+            requests += 1;
+            answer_without_sql_errors(&f, Dialect::Telemetry, &token, doc).await;
+        }
+        let fetch = [
+            format!(
+                r#"{{ indexes(did: "{s}", filter: {{type: {q}, types: [{q}], dataversion: {q}, source: {q}, id: {q}, producer: {q}}}, includeDeleted: true) {{ indexKey }} }}"#
+            ),
+            format!(
+                r#"{{ latestIndex(did: {q}) {{ indexKey }} latestCloudEvent(did: {q}) {{ data }} }}"#
+            ),
+            format!(
+                r#"{{ availableCloudEventTypes(did: "{s}", filter: {{source: {q}}}) {{ type }} }}"#
+            ),
+        ];
+        for doc in &fetch {
+            requests += 1;
+            answer_without_sql_errors(&f, Dialect::Fetch, &token, doc).await;
         }
     }
     assert_eq!(
