@@ -36,11 +36,13 @@ TESTS = [
      "the query instance recovers by itself.",
      "cargo test --workspace postgres_restart_mid_query"),
     ("graphql-hostile", "shared/graphql/tests/it/hostile.rs `generated_documents_never_fail_the_server`",
-     "Documents generated from the served schema (deep, wide, aliased, huge literals, wrong types, garbage).",
+     "Documents generated from each dialect's served schema (dq, telemetry, fetch: deep, wide, aliased, huge "
+     "literals, wrong types, garbage).",
      "cargo test --workspace generated_documents_never_fail_the_server"),
     ("graphql-injection", "shared/graphql/tests/it/hostile.rs `injection_payloads_reach_no_sql`",
      "SQL metacharacters in every string argument (as the subject with a token minted for it, and in every "
-     "filter, interval, zone and signal name): no engine error, no data of another subject, answers unchanged.",
+     "filter, interval, zone and signal name, and the telemetry and fetch dialects' own arguments): no engine "
+     "error, no data of another subject, answers unchanged.",
      "cargo test --workspace injection_payloads_reach_no_sql"),
     ("grpc-garbage", "shared/fetch/tests/it/hostile.rs `garbage_bodies_get_a_grpc_status`",
      "Random protobuf bytes, lying frame lengths, truncated frames and non-gRPC bodies for every RPC.",
