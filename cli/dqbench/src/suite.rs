@@ -404,7 +404,7 @@ fn sample<I>(
 
 /// A fresh in-memory DuckDB attached to the lake, answering with plain SQL.
 struct Floor {
-    conn: duckdb::Connection,
+    conn: lake::Conn,
     /// dq's engine on the same instance, for the segment cases' one read.
     engine: query::Engine,
     _db: Arc<fetch::Db>,

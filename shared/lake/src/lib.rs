@@ -248,18 +248,29 @@ impl Lake {
 
     /// A new connection to the same database, with the per-connection settings applied
     /// (`TimeZone = 'UTC'`: partition values and naive timestamps are computed in the session zone).
-    pub fn connect(&self) -> Result<duckdb::Connection> {
+    pub fn connect(&self) -> Result<Conn> {
         let conn = self
             .conn
             .try_clone()
             .map_err(|e| db_error(&self.redactor, "clone connection", e))?;
         set_utc(&conn).map_err(|e| db_error(&self.redactor, "set TimeZone", e))?;
-        Ok(conn)
+        Ok(Conn { inner: Some(conn) })
     }
 
     /// The connection the lake was opened with.
     pub fn conn(&self) -> &duckdb::Connection {
         &self.conn
+    }
+
+    /// Gives up an instance DuckDB invalidated ([`is_invalidated`]) without running its
+    /// destructors. Destroying it can abort the whole process: a connection left inside an
+    /// explicit transaction (a commit the failure interrupted) is rolled back by a C++
+    /// destructor, the rollback throws "database has been invalidated", and the runtime calls
+    /// `std::terminate` (seen in CI). The memory stays allocated; invalidations are rare (the
+    /// catalog failing mid-statement), and a Lambda environment that grows too large is recycled.
+    pub fn abandon(self) {
+        tracing::warn!("abandoning an invalidated DuckDB instance without destroying it");
+        std::mem::forget(self);
     }
 
     /// The configuration the lake was opened with.
@@ -378,6 +389,52 @@ fn s3_secret_sql(s3: &S3Config) -> String {
         parts.push(format!("USE_SSL {}", scheme != "http"));
     }
     format!("CREATE OR REPLACE SECRET lake_s3 ({})", parts.join(", "))
+}
+
+/// A connection of [`Lake::connect`] that is never destroyed inside an open transaction it
+/// cannot roll back. A commit that fails because DuckDB invalidated the database (the catalog
+/// died mid-commit) leaves its explicit transaction open, every later statement fails, and
+/// DuckDB's destructor then rolls back, throws and aborts the process (`std::terminate`; seen in
+/// CI). On drop an open transaction is rolled back; a connection of an invalidated instance is
+/// leaked instead, as [`Lake::abandon`] leaks the whole instance.
+pub struct Conn {
+    // `Some` until dropped.
+    inner: Option<duckdb::Connection>,
+}
+
+impl std::ops::Deref for Conn {
+    type Target = duckdb::Connection;
+
+    fn deref(&self) -> &duckdb::Connection {
+        self.inner
+            .as_ref()
+            .expect("a Conn holds its connection until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut duckdb::Connection {
+        self.inner
+            .as_mut()
+            .expect("a Conn holds its connection until dropped")
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let Some(conn) = self.inner.take() else {
+            return;
+        };
+        // duckdb-rs cannot tell whether a transaction is open, so ask DuckDB: ROLLBACK fails
+        // harmlessly without one, and with "invalidated" when only a leak is safe.
+        match conn.execute_batch("ROLLBACK") {
+            Err(e) if is_invalidated(&e.to_string()) => {
+                tracing::warn!("leaking a connection of an invalidated DuckDB instance");
+                std::mem::forget(conn);
+            }
+            _ => drop(conn),
+        }
+    }
 }
 
 #[cfg(test)]

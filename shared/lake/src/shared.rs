@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::{Lake, Redactor, Result};
+use crate::{Conn, Lake, Redactor, Result};
 
 /// DuckDB's message for an instance that must be reopened.
 const INVALIDATED: &str = "database has been invalidated";
@@ -64,7 +64,7 @@ impl SharedLake {
     ///
     /// # Errors
     /// DuckDB errors, redacted; a failed reopening (the catalog is still down).
-    pub fn connect(&self) -> Result<(duckdb::Connection, u64)> {
+    pub fn connect(&self) -> Result<(Conn, u64)> {
         let mut lake = self.lake.lock().unwrap_or_else(PoisonError::into_inner);
         match lake.connect() {
             Err(e) if is_invalidated(&e.to_string()) => {
@@ -88,9 +88,11 @@ impl SharedLake {
         self.reopen(&mut lake)
     }
 
-    /// Replaces the locked instance by a freshly opened lake and bumps the generation.
+    /// Replaces the locked instance by a freshly opened lake and bumps the generation; the old
+    /// one is abandoned ([`Lake::abandon`]), never destroyed.
     fn reopen(&self, lake: &mut Lake) -> Result<()> {
-        *lake = Lake::open(lake.config().clone())?;
+        let fresh = Lake::open(lake.config().clone())?;
+        std::mem::replace(lake, fresh).abandon();
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::warn!(generation, "DuckDB instance was invalidated; lake reopened");
         Ok(())
@@ -99,7 +101,7 @@ impl SharedLake {
 
 /// A connection checked out of a [`Pool`], tagged with the generation of its instance.
 pub struct Pooled {
-    conn: duckdb::Connection,
+    conn: Conn,
     generation: u64,
 }
 

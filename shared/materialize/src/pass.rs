@@ -231,12 +231,14 @@ impl Materializer {
 
     /// Replaces the lake by a freshly opened one from the same config: the way back after DuckDB
     /// invalidated its instance ([`lake::is_invalidated`]). Commits are in the lake, so nothing
-    /// else carries over.
+    /// else carries over; the old instance is abandoned, never destroyed ([`Lake::abandon`]:
+    /// the interrupted commit's transaction is still open in it).
     ///
     /// # Errors
     /// The lake cannot be opened (e.g. the catalog is still down); the old one stays.
     pub fn reopen_lake(&mut self) -> Result<()> {
-        self.lake = Lake::open(self.lake.config().clone())?;
+        let fresh = Lake::open(self.lake.config().clone())?;
+        std::mem::replace(&mut self.lake, fresh).abandon();
         Ok(())
     }
 
