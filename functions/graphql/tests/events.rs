@@ -18,6 +18,20 @@ fn events_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events")
 }
 
+/// Sends the event file `name` (with `token` for `__DEV_TOKEN__`) through `app` as lambda_http
+/// decodes it; returns the status and body.
+async fn answer(app: axum::Router, name: &str, token: &str) -> (u16, Vec<u8>) {
+    let text = std::fs::read_to_string(events_dir().join(name))
+        .unwrap()
+        .replace("__DEV_TOKEN__", token);
+    let request = lambda_http::request::from_str(&text)
+        .unwrap_or_else(|e| panic!("{name}: not an API Gateway event: {e}"));
+    let response = app.oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, body.to_vec())
+}
+
 #[tokio::test]
 async fn every_graphql_event_is_answered() {
     let t = TestLake::new(Backend::File);
@@ -69,14 +83,7 @@ async fn every_graphql_event_is_answered() {
             .collect();
         assert!(!names.is_empty(), "no {prefix} events");
         for name in names {
-            let text = std::fs::read_to_string(events_dir().join(&name))
-                .unwrap()
-                .replace("__DEV_TOKEN__", &token);
-            let request = lambda_http::request::from_str(&text)
-                .unwrap_or_else(|e| panic!("{name}: not an API Gateway event: {e}"));
-            let response = app(dialect).oneshot(request).await.unwrap();
-            let status = response.status().as_u16();
-            let body = response.into_body().collect().await.unwrap().to_bytes();
+            let (status, body) = answer(app(dialect), &name, &token).await;
             let json = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
             assert_eq!(status, 200, "{name}: {json}");
             assert!(json.get("errors").is_none(), "{name}: {json}");
@@ -98,14 +105,7 @@ async fn every_graphql_event_is_answered() {
     names.sort();
     assert_eq!(names.len(), 6, "{names:?}");
     for name in names {
-        let text = std::fs::read_to_string(events_dir().join(&name))
-            .unwrap()
-            .replace("__DEV_TOKEN__", &token);
-        let request = lambda_http::request::from_str(&text)
-            .unwrap_or_else(|e| panic!("{name}: not an API Gateway event: {e}"));
-        let response = app.clone().oneshot(request).await.unwrap();
-        let status = response.status().as_u16();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let (status, body) = answer(app.clone(), &name, &token).await;
         let text = String::from_utf8_lossy(&body).to_string();
         let json = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
         match name.as_str() {

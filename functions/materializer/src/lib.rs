@@ -159,15 +159,8 @@ async fn run(
             deadline,
             until_caught_up,
         ));
-        // A DuckDB instance invalidated by a fatal error (a catalog restart mid-commit) fails
-        // every later statement: this invocation fails, the next one gets a reopened lake.
         if let Err(e) = &result {
-            if lake::is_invalidated(&e.to_string()) {
-                match guard.reopen_lake() {
-                    Ok(()) => tracing::warn!("DuckDB instance was invalidated; lake reopened"),
-                    Err(e) => tracing::warn!(error = %e, "reopening the lake failed; the next invocation retries"),
-                }
-            }
+            guard.recover_from(e);
         }
         if let Some(s) = &session {
             if let Err(e) = handle.block_on(s.release()) {

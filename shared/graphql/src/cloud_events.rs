@@ -7,7 +7,7 @@
 //! policy (`includeDeleted`) and the null policy of the latest lookups.
 
 use crate::dialect::Dialect;
-use crate::resolvers::Caller;
+use crate::resolvers::caller;
 use crate::scalars::{parse_time_us, time_value};
 use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
 use async_graphql::{Error, Name, Number, Result, Value};
@@ -80,7 +80,7 @@ async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
         "subject"
     };
     let subject = ctx.args.try_get(arg)?.string()?;
-    let caller = ctx.ctx.data_opt::<Caller>().and_then(|c| c.0.as_ref());
+    let caller = caller(ctx.ctx);
     let links = backend(ctx)?.links.as_deref();
     let authorized = auth::authorize_cloud_events(caller, subject, links)
         .await

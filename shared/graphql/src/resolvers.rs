@@ -67,7 +67,8 @@ pub struct LatestData {
     pub last_seen_us: Option<i64>,
 }
 
-fn caller<'a>(ctx: &Context<'a>) -> Option<&'a Principal> {
+/// The request's authenticated caller, if any.
+pub(crate) fn caller<'a>(ctx: &Context<'a>) -> Option<&'a Principal> {
     ctx.data_opt::<Caller>().and_then(|c| c.0.as_ref())
 }
 
@@ -107,7 +108,8 @@ fn number(v: f64) -> Result<Value> {
         .ok_or_else(|| Error::new(format!("cannot represent {v} as a GraphQL Float")))
 }
 
-fn object(fields: Vec<(&str, Value)>) -> Value {
+/// A GraphQL object value from `(key, value)` pairs, in order.
+pub(crate) fn object(fields: Vec<(&str, Value)>) -> Value {
     Value::Object(
         fields
             .into_iter()

@@ -10,10 +10,10 @@
 use crate::cloud_events::backend;
 use crate::dialect::{Dialect, DialectSettings};
 use crate::errors;
-use crate::resolvers::Caller;
+use crate::resolvers::{caller, object};
 use crate::scalars::{parse_time_us, time_value};
 use async_graphql::dynamic::{FieldValue, ResolverContext, ValueAccessor};
-use async_graphql::{Error, Name, Number, PathSegment, Result, Value};
+use async_graphql::{Error, Number, PathSegment, Result, Value};
 use auth::authz::ATTESTATION_TYPE;
 use dq_cloudevent::did::parse_address;
 use dq_cloudevent::json::Value as Json;
@@ -22,14 +22,6 @@ use fetch::{Event, Filter, StringFilter, TagFilter, Voiding};
 
 /// `AttestationFilter.limit` default (dialects.md §2.5).
 const DEFAULT_ATTESTATION_LIMIT: i64 = 10;
-
-fn caller<'a>(ctx: &ResolverContext<'a>) -> Option<&'a auth::Principal> {
-    ctx.ctx.data_opt::<Caller>().and_then(|c| c.0.as_ref())
-}
-
-fn object(fields: Vec<(&str, Value)>) -> Value {
-    Value::Object(fields.into_iter().map(|(k, v)| (Name::new(k), v)).collect())
-}
 
 fn string_or_null(s: &str) -> Value {
     if s.is_empty() {
@@ -163,7 +155,7 @@ pub async fn attestations(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue
     };
     let id = text("id")?;
     auth::authorize_attestations(
-        caller(ctx),
+        caller(ctx.ctx),
         &auth::AttestationRequest {
             subject: &subject,
             source: source.as_deref(),

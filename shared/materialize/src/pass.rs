@@ -229,17 +229,26 @@ impl Materializer {
         }
     }
 
-    /// Replaces the lake by a freshly opened one from the same config: the way back after DuckDB
-    /// invalidated its instance ([`lake::is_invalidated`]). Commits are in the lake, so nothing
-    /// else carries over; the old instance is abandoned, never destroyed ([`Lake::abandon`]:
-    /// the interrupted commit's transaction is still open in it).
-    ///
-    /// # Errors
-    /// The lake cannot be opened (e.g. the catalog is still down); the old one stays.
-    pub fn reopen_lake(&mut self) -> Result<()> {
-        let fresh = Lake::open(self.lake.config().clone())?;
-        std::mem::replace(&mut self.lake, fresh).abandon();
-        Ok(())
+    /// Recovers from a failed invocation: when `error` says DuckDB invalidated the instance
+    /// ([`lake::is_invalidated`]; a catalog restart mid-commit), every later statement would
+    /// fail too, so the lake is replaced by a freshly opened one from the same config. Commits
+    /// are in the lake, so nothing else carries over; the old instance is abandoned, never
+    /// destroyed ([`Lake::abandon`]: the interrupted commit's transaction is still open in it).
+    /// Other errors leave the lake as it is. A reopening that fails (the catalog is still down)
+    /// keeps the old lake, and the next failed invocation tries again.
+    pub fn recover_from(&mut self, error: &Error) {
+        if !lake::is_invalidated(&error.to_string()) {
+            return;
+        }
+        match Lake::open(self.lake.config().clone()) {
+            Ok(fresh) => {
+                std::mem::replace(&mut self.lake, fresh).abandon();
+                tracing::warn!("DuckDB instance was invalidated; lake reopened");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reopening the lake failed; the next invocation retries")
+            }
+        }
     }
 
     /// The lake.
