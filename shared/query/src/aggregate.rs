@@ -7,9 +7,10 @@ use crate::{
     check_subject, source_address, subject_predicate, ts_lit, Engine, Error, Result,
     GO_ZERO_TIME_US,
 };
+use dq_cloudevent::subject_bucket;
 use lake::duckdb::params;
 use lake::quote;
-use materialize::keys::signals_deduped;
+use materialize::keys::signals_deduped_from;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `FloatAggregation`.
@@ -236,8 +237,29 @@ pub(crate) fn case_column(branches: &[(i64, usize, String)], default: &str) -> S
     format!("coalesce(CASE {} END, {default})", whens.join(" "))
 }
 
-/// The statement for `req` (assumed validated). The subject is its only parameter.
-pub fn aggregate_sql(req: &AggregateRequest) -> Result<String> {
+/// The statement of one `signals` request, over any relation with the `lake.signals` columns
+/// (the table, or the same rows read from its files). The subject is its only parameter.
+#[derive(Debug, Clone)]
+pub struct AggregateSql {
+    head: String,
+    filter: String,
+    tail: String,
+}
+
+impl AggregateSql {
+    /// The statement reading `relation`.
+    pub fn over(&self, relation: &str) -> String {
+        format!(
+            "{}{}{}",
+            self.head,
+            signals_deduped_from(relation, &self.filter),
+            self.tail
+        )
+    }
+}
+
+/// The statement for `req` (assumed validated).
+pub fn aggregate_sql(req: &AggregateRequest) -> Result<AggregateSql> {
     let mut values = Vec::new();
     let mut names = BTreeSet::new();
     for (i, r) in req.floats.iter().enumerate() {
@@ -326,27 +348,34 @@ pub fn aggregate_sql(req: &AggregateRequest) -> Result<String> {
             .collect()
     };
     let (from, interval) = (req.from_us, req.interval_us);
-    Ok(format!(
-        "WITH req(signal_type, signal_index, name) AS (VALUES {values}), \
-         rows AS ( \
-           SELECT r.signal_type, r.signal_index, s.\"timestamp\", s.value_number, s.value_string, \
-                  s.loc_lat, s.loc_lon, s.loc_hdop, s.loc_heading, random() AS rnd, \
-                  ((epoch_us(s.\"timestamp\") - {from}) // {interval}) * {interval} + {from} AS bucket \
-           FROM ({dedup}) s JOIN req r ON s.name = r.name \
-           WHERE {kinds}) \
-         SELECT bucket, signal_type, signal_index, {f}, {s}, {lat}, {lon}, {hdop}, {heading} \
-         FROM rows GROUP BY bucket, signal_type, signal_index \
-         ORDER BY bucket, signal_type, signal_index",
-        values = values.join(", "),
-        dedup = signals_deduped(&inner.join(" AND ")),
-        kinds = kinds.join(" OR "),
-        f = case_column(&floats, "0::DOUBLE"),
-        s = case_column(&strings, "''"),
-        lat = case_column(&loc("loc_lat"), "0::DOUBLE"),
-        lon = case_column(&loc("loc_lon"), "0::DOUBLE"),
-        hdop = case_column(&loc("loc_hdop"), "0::DOUBLE"),
-        heading = case_column(&loc("loc_heading"), "0::DOUBLE"),
-    ))
+    Ok(AggregateSql {
+        head: format!(
+            "WITH req(signal_type, signal_index, name) AS (VALUES {values}), \
+             rows AS ( \
+               SELECT r.signal_type, r.signal_index, s.\"timestamp\", s.value_number, \
+                      s.value_string, s.loc_lat, s.loc_lon, s.loc_hdop, s.loc_heading, \
+                      random() AS rnd, \
+                      ((epoch_us(s.\"timestamp\") - {from}) // {interval}) * {interval} + {from} \
+                        AS bucket \
+               FROM (",
+            values = values.join(", "),
+        ),
+        filter: inner.join(" AND "),
+        tail: format!(
+            ") s JOIN req r ON s.name = r.name \
+               WHERE {kinds}) \
+             SELECT bucket, signal_type, signal_index, {f}, {s}, {lat}, {lon}, {hdop}, {heading} \
+             FROM rows GROUP BY bucket, signal_type, signal_index \
+             ORDER BY bucket, signal_type, signal_index",
+            kinds = kinds.join(" OR "),
+            f = case_column(&floats, "0::DOUBLE"),
+            s = case_column(&strings, "''"),
+            lat = case_column(&loc("loc_lat"), "0::DOUBLE"),
+            lon = case_column(&loc("loc_lon"), "0::DOUBLE"),
+            hdop = case_column(&loc("loc_hdop"), "0::DOUBLE"),
+            heading = case_column(&loc("loc_heading"), "0::DOUBLE"),
+        ),
+    })
 }
 
 impl Engine {
@@ -361,8 +390,9 @@ impl Engine {
             return Ok(Vec::new());
         }
         let sql = aggregate_sql(req)?;
-        let rows = self.with_conn("aggregate signals", |c| {
-            let mut stmt = c.prepare(&sql)?;
+        let window = (subject_bucket(&req.subject), req.from_us, req.to_us);
+        let rows = self.with_signals("aggregate signals", window, |c, relation| {
+            let mut stmt = c.prepare(&sql.over(relation))?;
             let rows = stmt.query_map(params![req.subject], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
@@ -440,7 +470,7 @@ mod tests {
             }],
             ..AggregateRequest::default()
         };
-        let sql = aggregate_sql(&req).unwrap();
+        let sql = aggregate_sql(&req).unwrap().over("lake.signals");
         let dedup_start = sql.find("FROM (SELECT * FROM lake.signals WHERE").unwrap();
         let qualify = sql.find("QUALIFY row_number()").unwrap();
         let inner = &sql[dedup_start..qualify];

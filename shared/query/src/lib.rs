@@ -16,6 +16,7 @@
 //! - [`activity`]: `segments` / `dailyActivity` — the DuckDB [`segments::SignalSource`],
 //!   ranges aggregation (§2.6), ranges event counts, batched LocationsAt (§2.10).
 //! - [`filter`]: float / location / string / tags filters rendered to SQL.
+//! - `files`: direct reads of `lake.signals` through its snapshot-validated file list.
 //! - [`interval`]: Go-duration parsing for `interval`.
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod activity;
 pub mod aggregate;
 pub mod error;
 pub mod events;
+mod files;
 pub mod filter;
 pub mod interval;
 pub mod latest;
@@ -50,6 +52,10 @@ pub struct Engine {
     // Pooled-connection reads run so far (one SQL statement each on the segments paths).
     reads: AtomicU64,
     pool: Pool,
+    // `None`: every signal read takes the DuckLake scan.
+    signal_files: Option<files::SignalFiles>,
+    // Signal reads answered from the files directly.
+    direct_reads: AtomicU64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -72,7 +78,17 @@ impl Engine {
             has_events_rollup: AtomicBool::new(false),
             reads: AtomicU64::new(0),
             pool: Pool::new(lake, MAX_IDLE_CONNECTIONS),
+            signal_files: Some(files::SignalFiles::default()),
+            direct_reads: AtomicU64::new(0),
         }
+    }
+
+    /// Turns direct reads of `lake.signals` (the `files` module) off or on (default on). Off,
+    /// every signal read is a DuckLake scan: the reference the direct reads are tested against.
+    #[must_use]
+    pub fn direct_signal_reads(mut self, on: bool) -> Engine {
+        self.signal_files = on.then(files::SignalFiles::default);
+        self
     }
 
     fn db_error(&self, context: &str, e: duckdb::Error) -> Error {
@@ -107,6 +123,45 @@ impl Engine {
         let error = result.as_ref().err().map(ToString::to_string);
         self.pool.give_back(pooled, error.as_deref());
         result.map_err(|e| self.db_error(context, e))
+    }
+
+    /// Runs the statement `sql(relation)` on a pooled connection, where `relation` is what the
+    /// read of `lake.signals` for `bucket` over `[from_us, to_us)` scans: the bucket's files
+    /// directly when the newest snapshot allows it (module `files`), else `lake.signals`. A
+    /// failed direct read (a listing or a file the catalog no longer has) is retried as the
+    /// DuckLake scan, so the direct path can make a read faster but never fail it.
+    pub(crate) fn with_signals<T>(
+        &self,
+        context: &str,
+        (bucket, from_us, to_us): (i32, i64, i64),
+        run: impl Fn(&Connection, &str) -> duckdb::Result<T>,
+    ) -> Result<T> {
+        const SCAN: &str = "lake.signals";
+        self.with_conn(context, |c| {
+            let direct = self.signal_files.as_ref().and_then(|files| {
+                files
+                    .relation(c, bucket, from_us, to_us)
+                    .inspect_err(|e| tracing::warn!(error = %e, "signal file listing failed"))
+                    .ok()
+                    .flatten()
+            });
+            match direct.map(|relation| run(c, &relation)) {
+                Some(Ok(answer)) => {
+                    self.direct_reads.fetch_add(1, Ordering::Relaxed);
+                    Ok(answer)
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "direct signal read failed; scanning the lake");
+                    run(c, SCAN)
+                }
+                None => run(c, SCAN),
+            }
+        })
+    }
+
+    /// How many signal reads were answered from the table's files directly (module `files`).
+    pub fn direct_reads(&self) -> u64 {
+        self.direct_reads.load(Ordering::Relaxed)
     }
 
     /// How many reads (pooled-connection calls) this engine has run. Every read of the

@@ -3,6 +3,7 @@
 //! the rollup path equals the base-scan recompute.
 
 mod activity;
+mod direct;
 
 use chrono::{DateTime, Duration, Utc};
 use lake::testing::{Backend, TestLake};
@@ -19,35 +20,40 @@ struct Row {
     s: String,
 }
 
+/// Seeds a 3-vehicle fleet of `days` days (every `duplicate_every`-th bundle redelivered) and
+/// materializes it until caught up.
+pub(crate) async fn seed(t: &TestLake, days: u32, duplicate_every: u32) {
+    let lake = t.open().unwrap();
+    lake::raw::ensure(&lake).unwrap();
+    lake::progress::ensure(&lake).unwrap();
+    let m = materialize::Materializer::builder(lake)
+        .emf(false)
+        .build()
+        .unwrap();
+    let writer = sim::Writer::new(m.lake(), None);
+    let opts = sim::SeedOptions {
+        fleet: fleet::FleetConfig {
+            vehicles: 3,
+            days,
+            ..fleet::FleetConfig::default()
+        },
+        duplicate_every,
+        ..sim::SeedOptions::default()
+    };
+    sim::seed(&writer, &opts, |_| {}).await.unwrap();
+    for _ in 0..100 {
+        if m.drain(None, None).await.unwrap().caught_up {
+            return;
+        }
+    }
+    panic!("the materializer did not catch up");
+}
+
 /// A 3-vehicle, 1-day fleet with redelivered bundles, materialized; returns the engine and the
 /// stored rows after R1 dedup (lowest cloud_event_id per subject, name, timestamp).
 async fn seeded() -> (TestLake, Engine, Vec<Row>) {
     let t = TestLake::new(Backend::File);
-    {
-        let lake = t.open().unwrap();
-        lake::raw::ensure(&lake).unwrap();
-        lake::progress::ensure(&lake).unwrap();
-        let m = materialize::Materializer::builder(lake)
-            .emf(false)
-            .build()
-            .unwrap();
-        let writer = sim::Writer::new(m.lake(), None);
-        let opts = sim::SeedOptions {
-            fleet: fleet::FleetConfig {
-                vehicles: 3,
-                days: 1,
-                ..fleet::FleetConfig::default()
-            },
-            duplicate_every: 3,
-            ..sim::SeedOptions::default()
-        };
-        sim::seed(&writer, &opts, |_| {}).await.unwrap();
-        for _ in 0..100 {
-            if m.drain(None, None).await.unwrap().caught_up {
-                break;
-            }
-        }
-    }
+    seed(&t, 1, 3).await;
     let lake = t.open().unwrap();
     let mut best: BTreeMap<(String, String, DateTime<Utc>), (String, Row)> = BTreeMap::new();
     for r in materialize::testing::stored_signals(&lake) {

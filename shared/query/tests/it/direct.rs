@@ -1,0 +1,235 @@
+//! Direct signal reads (the engine reads a bucket's files itself, listed once per snapshot)
+//! answer exactly as the DuckLake scan, on both catalogs: on a clean lake, after a commit moved
+//! the snapshot, with inlined rows, with delete files, and after din's maintenance merged and
+//! removed files.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use lake::testing::{Backend, TestLake};
+use lake::{backend_tests, SharedLake};
+use query::aggregate::{
+    AggregateRequest, Bucket, FloatAgg, FloatRequest, LocationAgg, LocationRequest, StringAgg,
+    StringRequest,
+};
+use query::Engine;
+
+backend_tests!(direct_reads_answer_as_the_lake_scan);
+
+const HOUR_US: i64 = 3_600_000_000;
+
+struct Fixture {
+    shared: Arc<SharedLake>,
+    direct: Engine,
+    scan: Engine,
+    subjects: Vec<String>,
+    last: DateTime<Utc>,
+}
+
+/// Two engines over one fresh instance of the lake: direct reads on and off.
+fn fixture(t: &TestLake) -> Fixture {
+    let shared = Arc::new(SharedLake::new(t.open().unwrap()));
+    let (subjects, last): (Vec<String>, DateTime<Utc>) = {
+        let (conn, _) = shared.connect().unwrap();
+        let mut stmt = conn
+            .prepare("SELECT DISTINCT subject FROM lake.signals ORDER BY 1")
+            .unwrap();
+        let subjects = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let last = conn
+            .query_row("SELECT max(\"timestamp\") FROM lake.signals", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        (subjects, last)
+    };
+    assert_eq!(subjects.len(), 3);
+    Fixture {
+        direct: Engine::on(Arc::clone(&shared)),
+        scan: Engine::on(Arc::clone(&shared)).direct_signal_reads(false),
+        shared,
+        subjects,
+        last,
+    }
+}
+
+/// Every deterministic aggregation kind, over windows that start and end inside days, on day
+/// boundaries, across the whole fleet time, and before any data.
+fn requests(f: &Fixture) -> Vec<AggregateRequest> {
+    let end = (f.last + Duration::hours(1)).timestamp_micros();
+    let day = 24 * HOUR_US;
+    let windows = [
+        (end - 3 * day, end, HOUR_US),
+        (end - day - 7 * HOUR_US, end - 5 * HOUR_US, 3 * HOUR_US),
+        (
+            (end / day - 1) * day, // a UTC midnight
+            (end / day) * day,
+            day,
+        ),
+        (end - 40 * day, end - 30 * day, day),
+    ];
+    let floats = [
+        FloatAgg::Avg,
+        FloatAgg::Med,
+        FloatAgg::Max,
+        FloatAgg::Min,
+        FloatAgg::First,
+        FloatAgg::Last,
+    ];
+    let mut out = Vec::new();
+    for subject in &f.subjects {
+        for (from_us, to_us, interval_us) in windows {
+            out.push(AggregateRequest {
+                subject: subject.clone(),
+                source: None,
+                interval_us,
+                from_us,
+                to_us,
+                floats: floats
+                    .iter()
+                    .map(|agg| FloatRequest {
+                        name: "speed".into(),
+                        agg: *agg,
+                        filter: None,
+                    })
+                    .collect(),
+                strings: [StringAgg::Unique, StringAgg::First, StringAgg::Last]
+                    .iter()
+                    .map(|agg| StringRequest {
+                        name: "powertrainType".into(),
+                        agg: *agg,
+                    })
+                    .collect(),
+                locations: [LocationAgg::Avg, LocationAgg::First, LocationAgg::Last]
+                    .iter()
+                    .map(|agg| LocationRequest {
+                        name: "currentLocationCoordinates".into(),
+                        agg: *agg,
+                        filter: None,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    out
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Equal buckets; floats (sums in another order) to 1e-9.
+fn assert_same(direct: &[Bucket], scan: &[Bucket], what: &str) {
+    assert_eq!(direct.len(), scan.len(), "{what}: bucket count");
+    for (d, s) in direct.iter().zip(scan) {
+        assert_eq!(d.timestamp_us, s.timestamp_us, "{what}");
+        assert_eq!(d.strings, s.strings, "{what}");
+        assert_eq!(d.floats.len(), s.floats.len(), "{what}");
+        for (k, v) in &d.floats {
+            assert!(
+                close(*v, s.floats[k]),
+                "{what}: float {k} {v} vs {}",
+                s.floats[k]
+            );
+        }
+        assert_eq!(d.locations.len(), s.locations.len(), "{what}");
+        for (k, v) in &d.locations {
+            let w = s.locations[k];
+            assert!(
+                close(v.latitude, w.latitude) && close(v.longitude, w.longitude),
+                "{what}: location {k} {v:?} vs {w:?}"
+            );
+        }
+    }
+}
+
+/// Asks every request of both engines; returns how many buckets they held.
+fn compare(f: &Fixture, stage: &str) -> usize {
+    let mut buckets = 0;
+    for (i, req) in requests(f).iter().enumerate() {
+        let direct = f.direct.aggregate(req).unwrap();
+        let scan = f.scan.aggregate(req).unwrap();
+        assert_same(&direct, &scan, &format!("{stage}, request {i}"));
+        buckets += direct.len();
+    }
+    buckets
+}
+
+fn exec(f: &Fixture, sql: &str) {
+    let (conn, _) = f.shared.connect().unwrap();
+    conn.execute_batch(sql).unwrap();
+}
+
+fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
+    let t = TestLake::new(backend);
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(crate::seed(&t, 2, 4));
+    let f = fixture(&t);
+    let asked = requests(&f).len() as u64;
+
+    let buckets = compare(&f, "clean lake");
+    assert!(buckets > 100, "the windows hold data: {buckets} buckets");
+    // Every read that has files took them directly (the old window has none: scanned).
+    let clean = f.direct.direct_reads();
+    assert_eq!(clean, asked - f.subjects.len() as u64, "direct reads");
+    assert_eq!(f.scan.direct_reads(), 0);
+
+    // A new commit of a few rows: inlined in the catalog (DuckLake inlines ≤ 10 rows), so the
+    // subject's bucket takes the scan, which must see them.
+    let subject = &f.subjects[0];
+    let at = f.last + Duration::minutes(1);
+    exec(
+        &f,
+        &format!(
+            "INSERT INTO lake.signals (subject, subject_bucket, name, \"timestamp\", source, \
+               producer, cloud_event_id, value_number, value_string, loc_lat, loc_lon, loc_hdop, \
+               loc_heading) \
+             VALUES ('{subject}', {}, 'speed', '{}'::TIMESTAMPTZ, '0xsource', 'p', 'inlined-1', \
+               12345.0, '', 0, 0, 0, 0)",
+            dq_cloudevent::subject_bucket(subject),
+            at.to_rfc3339()
+        ),
+    );
+    let req = &requests(&f)[0];
+    let direct = f.direct.aggregate(req).unwrap();
+    assert!(
+        direct.iter().any(|b| b.floats[&2] == 12345.0),
+        "the inlined row is read (max speed)"
+    );
+    compare(&f, "inlined rows");
+
+    // Deletes: most of every subject's speed rows go, leaving delete files.
+    exec(
+        &f,
+        &format!(
+            "DELETE FROM lake.signals WHERE name = 'speed' AND \"timestamp\" < '{}'::TIMESTAMPTZ",
+            (f.last - Duration::hours(20)).to_rfc3339()
+        ),
+    );
+    compare(&f, "delete files");
+
+    // din's maintenance (its own process: this one's instance is closed first): inlined rows
+    // flushed, delete-heavy files rewritten, adjacent files merged, every older snapshot
+    // expired and its files removed.
+    drop(f);
+    let lake = t.open().unwrap();
+    sim::maintain::cycle(
+        &lake,
+        sim::maintain::Retention {
+            keep: Duration::nanoseconds(1),
+            staleness: Duration::hours(1),
+        },
+    )
+    .unwrap();
+    drop(lake);
+    let f = fixture(&t);
+    compare(&f, "after maintenance");
+    assert!(
+        f.direct.direct_reads() > 0,
+        "after the flush and rewrite, files are read directly again"
+    );
+}
