@@ -141,6 +141,7 @@ impl Engine {
             let direct = self.signal_files.as_ref().and_then(|files| {
                 files
                     .relation(c, bucket, from_us, to_us)
+                    .map_err(|e| self.db_error("list signal files", e))
                     .inspect_err(|e| tracing::warn!(error = %e, "signal file listing failed"))
                     .ok()
                     .flatten()
@@ -151,6 +152,8 @@ impl Engine {
                     Ok(answer)
                 }
                 Some(Err(e)) => {
+                    // Logged through the redactor: a catalog error can carry its DSN.
+                    let e = self.db_error("read signal files", e);
                     tracing::warn!(error = %e, "direct signal read failed; scanning the lake");
                     run(c, SCAN)
                 }
