@@ -65,6 +65,14 @@ struct DataFile {
 }
 
 impl Listing {
+    /// A listing at `snapshot` that sends every read to the DuckLake scan.
+    fn unusable(snapshot: i64) -> Listing {
+        Listing {
+            snapshot,
+            ..Listing::default()
+        }
+    }
+
     /// The files a read of `bucket` over `[from_us, to_us)` must scan, or `None` when only the
     /// DuckLake scan answers it exactly.
     fn select(&self, bucket: i32, from_us: i64, to_us: i64) -> Option<Vec<&str>> {
@@ -145,10 +153,7 @@ fn live(alias: &str, snapshot: i64) -> String {
 }
 
 fn load(conn: &Connection, s: i64) -> duckdb::Result<Listing> {
-    let mut listing = Listing {
-        snapshot: s,
-        ..Listing::default()
-    };
+    let mut listing = Listing::unusable(s);
     let table: Option<i64> = conn
         .query_row(
             &format!(
@@ -215,7 +220,7 @@ fn load(conn: &Connection, s: i64) -> duckdb::Result<Listing> {
             .and_then(|_| dq_partition(values.as_deref().unwrap_or_default()));
         let name = file_name(&path).to_owned();
         if by_name.insert(name, (path, partition, plain)).is_some() {
-            return Ok(listing); // two files of one name: not matchable, never guess
+            return Ok(Listing::unusable(s)); // two files of one name: not matchable, never guess
         }
     }
 
@@ -229,10 +234,10 @@ fn load(conn: &Connection, s: i64) -> duckdb::Result<Listing> {
     for file in files {
         let (path, plain) = file?;
         let Some((relative, partition, catalog_plain)) = by_name.get(file_name(&path)) else {
-            return Ok(listing);
+            return Ok(Listing::unusable(s));
         };
         if !path.ends_with(relative.as_str()) {
-            return Ok(listing);
+            return Ok(Listing::unusable(s));
         }
         matched += 1;
         let file = DataFile {
@@ -246,10 +251,7 @@ fn load(conn: &Connection, s: i64) -> duckdb::Result<Listing> {
         }
     }
     if matched != by_name.len() {
-        return Ok(Listing {
-            snapshot: s,
-            ..Listing::default()
-        });
+        return Ok(Listing::unusable(s));
     }
 
     // Inlined rows live in the catalog, not in files: their buckets take the DuckLake scan.
@@ -261,10 +263,7 @@ fn load(conn: &Connection, s: i64) -> duckdb::Result<Listing> {
         .collect::<duckdb::Result<Vec<_>>>()?;
     for name in inlined_tables {
         if !is_inlined_table_name(&name) {
-            return Ok(Listing {
-                snapshot: s,
-                ..Listing::default()
-            });
+            return Ok(Listing::unusable(s));
         }
         let mut stmt = conn.prepare(&format!(
             "SELECT DISTINCT subject_bucket FROM {META}.{name} i WHERE {}",
