@@ -164,6 +164,24 @@ impl Target {
             _ => self.week,
         }
     }
+
+    /// The engine request of the `signals` cases: hourly `AVG(speed)` over the case's window.
+    pub(crate) fn request(&self, case: Case) -> AggregateRequest {
+        let (from_us, to_us) = self.window(case);
+        AggregateRequest {
+            subject: self.subject.clone(),
+            source: None,
+            interval_us: HOUR_US,
+            from_us,
+            to_us,
+            floats: vec![FloatRequest {
+                name: SIGNAL.into(),
+                agg: FloatAgg::Avg,
+                filter: None,
+            }],
+            ..AggregateRequest::default()
+        }
+    }
 }
 
 /// A normalized answer, comparable across paths.
@@ -313,6 +331,7 @@ struct CatalogFigures {
     materialize: Duration,
     maintain: Duration,
     timings: Vec<Timing>,
+    floor: Floor,
 }
 
 /// Nearest-rank percentile of `samples` in ms.
@@ -490,6 +509,30 @@ fn render(fleet: &FleetConfig, args: &Args, figures: &[CatalogFigures]) -> Strin
             }
         }
     }
+    out.push_str(
+        "\n### Floor under the 7-day read: its statement with its input already in memory\n\n\
+         The rows of the files the direct read opens (the vehicle's `subject_bucket` over the \
+         window's days) copied into a DuckDB temp table first, so no catalog lookup, file read, \
+         HTTP, GraphQL or auth is left: what DuckDB alone takes to plan and run the statement, \
+         prepared per request as the engine does. Timed as dq's statement and as the smallest \
+         statement with the same answer (R1 dedup by `arg_min`, hourly AVG, ordered); both \
+         answers are checked equal to the engine's.\n\n\
+         | catalog | statement | rows in memory | warm p50 ms | warm p95 ms | warm p99 ms |\n\
+         |---|---|---:|---:|---:|---:|\n",
+    );
+    for f in figures {
+        for t in &f.floor.timings {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                f.catalog,
+                t.statement,
+                f.floor.rows,
+                ms(percentile(&t.warm, 50.0)),
+                ms(percentile(&t.warm, 95.0)),
+                ms(percentile(&t.warm, 99.0)),
+            ));
+        }
+    }
     out
 }
 
@@ -532,6 +575,7 @@ fn catalog_run(
         anyhow::Ok(timings)
     })?;
     drop(bench);
+    let floor = statement_floor(t, &target, &sampling)?;
     Ok(CatalogFigures {
         catalog,
         raw_rows: data.raw_rows,
@@ -544,7 +588,102 @@ fn catalog_run(
         materialize: data.materialize,
         maintain: data.maintain,
         timings,
+        floor,
     })
+}
+
+/// The warm samples of one statement of the floor.
+struct FloorTiming {
+    statement: &'static str,
+    warm: Vec<Duration>,
+}
+
+/// Rows in memory and the timings of [`statement_floor`].
+struct Floor {
+    rows: i64,
+    timings: Vec<FloorTiming>,
+}
+
+/// The floor under the 7-day read: its statement run by DuckDB with its input already in memory
+/// — a temp table holding the rows of the files the direct read opens (the subject's bucket over
+/// the window's days) — so no catalog lookup, file read, HTTP, GraphQL or auth is left. Timed as
+/// dq's statement and as the smallest statement with the same answer (R1 dedup, hourly AVG,
+/// ordered); both answers must equal the engine's.
+fn statement_floor(t: &TestLake, target: &Target, sampling: &Sampling) -> anyhow::Result<Floor> {
+    let lake = t.open()?;
+    let conn = lake.connect()?;
+    let req = target.request(Case::Week);
+    let expected = query::Engine::new(t.open()?)
+        .aggregate(&req)?
+        .into_iter()
+        .map(|b| (b.timestamp_us, b.floats.get(&0).copied()))
+        .collect();
+    let expected = Answer::Buckets(expected);
+
+    let (from, to) = target.week;
+    let ts = |us: i64| format!("make_timestamp({us}::BIGINT)::TIMESTAMPTZ");
+    let first_day = from - from.rem_euclid(DAY_US);
+    let end_day = (to - 1) - (to - 1).rem_euclid(DAY_US) + DAY_US;
+    conn.execute_batch(&format!(
+        "CREATE TEMP TABLE floor_rows AS SELECT * FROM lake.signals \
+         WHERE subject_bucket = {} AND \"timestamp\" >= {} AND \"timestamp\" < {}",
+        dq_cloudevent::subject_bucket(&target.subject),
+        ts(first_day),
+        ts(end_day),
+    ))?;
+    let rows: i64 = conn.query_row("SELECT count(*) FROM floor_rows", [], |r| r.get(0))?;
+
+    let dq = query::aggregate::aggregate_sql(&req)?.over("floor_rows");
+    let minimal = format!(
+        "SELECT bucket, avg(v) FROM ( \
+           SELECT ((epoch_us(\"timestamp\") - {from}) // {HOUR_US}) * {HOUR_US} + {from} AS bucket, \
+                  arg_min(value_number, cloud_event_id) AS v \
+           FROM floor_rows \
+           WHERE subject = ? AND name = '{SIGNAL}' AND \"timestamp\" >= {} AND \"timestamp\" < {} \
+           GROUP BY subject, name, \"timestamp\") \
+         GROUP BY bucket ORDER BY bucket",
+        ts(from),
+        ts(to),
+    );
+    // Prepared per run, as the engine prepares every request's statement.
+    let run = |sql: &str, value: usize| -> anyhow::Result<(Duration, Answer)> {
+        let started = Instant::now();
+        let mut stmt = conn.prepare(sql)?;
+        let buckets = stmt
+            .query_map([&target.subject], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<f64>>(value)?))
+            })?
+            .collect::<duckdb::Result<Vec<_>>>()?;
+        Ok((started.elapsed(), Answer::Buckets(buckets)))
+    };
+    let mut timings = Vec::new();
+    for (statement, sql, value) in [
+        ("dq's statement", dq.as_str(), 3),
+        ("smallest equal statement", minimal.as_str(), 1),
+    ] {
+        let (_, answer) = run(sql, value)?;
+        ensure!(
+            answer.matches(&expected),
+            "floor: {statement} answered {} where the engine answered {}",
+            answer.size(),
+            expected.size()
+        );
+        for _ in 0..sampling.warmup {
+            run(sql, value)?;
+        }
+        let started = Instant::now();
+        let mut warm = Vec::new();
+        while sampling.more(warm.len(), started.elapsed()) {
+            warm.push(run(sql, value)?.0);
+        }
+        eprintln!(
+            "floor {statement:<26} {rows} rows in memory, warm p50 {} / p95 {} ms",
+            ms(percentile(&warm, 50.0)),
+            ms(percentile(&warm, 95.0)),
+        );
+        timings.push(FloorTiming { statement, warm });
+    }
+    Ok(Floor { rows, timings })
 }
 
 fn events_day(target: &Target) -> String {
@@ -965,20 +1104,7 @@ impl<'a> Bench<'a> {
                 let started = Instant::now();
                 let answer = match case {
                     Case::Week | Case::Month => {
-                        let (from_us, to_us) = self.target.window(case);
-                        let buckets = engine.aggregate(&AggregateRequest {
-                            subject: self.target.subject.clone(),
-                            source: None,
-                            interval_us: HOUR_US,
-                            from_us,
-                            to_us,
-                            floats: vec![FloatRequest {
-                                name: SIGNAL.into(),
-                                agg: FloatAgg::Avg,
-                                filter: None,
-                            }],
-                            ..AggregateRequest::default()
-                        })?;
+                        let buckets = engine.aggregate(&self.target.request(case))?;
                         Answer::Buckets(
                             buckets
                                 .into_iter()
