@@ -65,6 +65,15 @@ pub const ROWS_PER_ID: usize = 8;
 /// Ids per by-id query (125 × 8 = 1000 rows).
 pub const IDS_PER_QUERY: usize = 125;
 
+/// Look-backs [`Reader::latest_at`] tries, in days, before the filter's whole window.
+const LATEST_LOOKBACK_DAYS: [i64; 2] = [1, 31];
+
+/// `t` truncated to its whole second (toward the past), as the dedup key truncates times.
+fn whole_second(t: DateTime<Utc>) -> DateTime<Utc> {
+    let us = t.timestamp_micros();
+    DateTime::from_timestamp_micros(us - us.rem_euclid(1_000_000)).unwrap_or(t)
+}
+
 /// Header columns in the order [`read_row`] expects; payload columns follow when requested.
 const HEADER_COLUMNS: &str = r#"r.subject, epoch_us(r."time"), r.type, r.id, r.source, r.producer, r.data_content_type, r.data_version, r.extras, r.data_index_key"#;
 const PAYLOAD_COLUMNS: &str = ", r.data, r.data_base64";
@@ -98,7 +107,35 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// [`FetchError::NotFound`] when nothing matches; [`FetchError::Lake`].
     pub fn latest(&self, filter: &Filter) -> Result<Index> {
-        self.search_at(filter, 1, Order::Descending, Utc::now())?
+        self.latest_at(filter, Utc::now())
+    }
+
+    /// [`Reader::latest`] as of `now` (the 400-day floor and the look-backs count from it).
+    ///
+    /// Most subjects' newest event is recent, and a lower time bound lets the scan skip all
+    /// older day partitions of `raw_events` (measured: 214 → 30 ms for one vehicle of a
+    /// 30-day, 200-vehicle lake). So the newest event is looked for in the last day, then the
+    /// last 31 days, before the filter's whole window. The answer is the whole window's: rows
+    /// are ordered by time first, so a row at or after the bound outranks every row before it;
+    /// voiding reads tombstones outside the bound anyway; and the bound is a whole second, so
+    /// every dedup group (which shares a second-truncated time) lies entirely on one side.
+    ///
+    /// # Errors
+    /// As [`Reader::latest`].
+    pub fn latest_at(&self, filter: &Filter, now: DateTime<Utc>) -> Result<Index> {
+        let after = filter.effective_after(now);
+        let reference = filter.before.unwrap_or(now);
+        for days in LATEST_LOOKBACK_DAYS {
+            let bound = whole_second(reference - chrono::Duration::days(days));
+            if after.is_some_and(|a| a >= bound) {
+                break; // the filter's own window is no wider
+            }
+            let found = self.search_window(filter, after, Some(bound), 1, Order::Descending)?;
+            if let Some(index) = found.into_iter().next() {
+                return Ok(index);
+            }
+        }
+        self.search_window(filter, after, None, 1, Order::Descending)?
             .into_iter()
             .next()
             .ok_or(FetchError::NotFound)
@@ -111,10 +148,25 @@ impl<'a> Reader<'a> {
         order: Order,
         now: DateTime<Utc>,
     ) -> Result<Vec<Index>> {
+        self.search_window(filter, filter.effective_after(now), None, limit, order)
+    }
+
+    /// The search over `(after, before)` of the filter, narrowed to `time >= from` when set.
+    fn search_window(
+        &self,
+        filter: &Filter,
+        after: Option<DateTime<Utc>>,
+        from: Option<DateTime<Utc>>,
+        limit: usize,
+        order: Order,
+    ) -> Result<Vec<Index>> {
         let mut q = Query::new(&format!(
             "SELECT {HEADER_COLUMNS} FROM lake.raw_events r WHERE true"
         ));
-        q.filter(filter, filter.effective_after(now));
+        q.filter(filter, after);
+        if let Some(from) = from {
+            q.time_bound(">=", from);
+        }
         let dir = match order {
             Order::Descending => "DESC",
             Order::Ascending => "ASC",
@@ -478,6 +530,20 @@ mod tests {
             contains_any: tags.iter().map(|t| t.to_string()).collect(),
             ..TagFilter::default()
         }
+    }
+
+    #[test]
+    fn whole_seconds_truncate_toward_the_past() {
+        let t = |us: i64| DateTime::from_timestamp_micros(us).unwrap();
+        assert_eq!(
+            whole_second(t(1_700_000_000_999_999)),
+            t(1_700_000_000_000_000)
+        );
+        assert_eq!(
+            whole_second(t(1_700_000_000_000_000)),
+            t(1_700_000_000_000_000)
+        );
+        assert_eq!(whole_second(t(-1)), t(-1_000_000));
     }
 
     #[test]

@@ -14,7 +14,12 @@ use lake::backend_tests;
 use lake::testing::{Backend, TestLake};
 use std::sync::Arc;
 
-backend_tests!(search_semantics, voiding_policies, tag_alternatives);
+backend_tests!(
+    search_semantics,
+    voiding_policies,
+    tag_alternatives,
+    latest_looks_back_first
+);
 
 fn key_ids(indexes: &[Index]) -> Vec<String> {
     indexes
@@ -664,5 +669,74 @@ fn tag_alternatives(backend: Backend) {
     assert_eq!(
         search(chain(4, with_dropped(any(&["z"])))),
         ["xz", "z", "xy", "x"]
+    );
+}
+
+/// `latest` tries the last day and the last 31 days before the whole window; each answer must
+/// be the whole window's (the newest-first search over everything):
+/// - vehicle 1: its newest event delivered twice within one second that the one-day bound
+///   cuts through (dedup keeps the earlier row, which an unaligned bound would drop);
+/// - vehicle 2: newest 10 days back (found by the 31-day look-back);
+/// - vehicle 3: only a 50-day-old event (found by the whole window);
+/// - vehicle 4: its newest event voided by a tombstone 60 days back, so the answer is the
+///   3-day-old one;
+/// - a `before` moves the look-backs with it.
+fn latest_looks_back_first(backend: Backend) {
+    let now = t0() + Duration::days(100) + Duration::milliseconds(500);
+    // The one-day bound is `now - 1 day` truncated to its second: 500 ms before it.
+    let second = now - Duration::days(1) - Duration::milliseconds(500);
+    let status = |token: u32, id: &str, t| event(token, id, "dimo.status", t, r#"{"n":1}"#);
+    let voided = status(4, "voided", now - Duration::hours(2));
+    let events = vec![
+        status(1, "older", now - Duration::days(3)),
+        status(1, "dup", second + Duration::milliseconds(700)),
+        status(1, "dup", second + Duration::milliseconds(200)),
+        status(2, "ten", now - Duration::days(10)),
+        status(2, "fifty", now - Duration::days(50)),
+        status(3, "fifty", now - Duration::days(50)),
+        sim::tombstone(&voided, ATTESTER, "tomb", now - Duration::days(60), "test"),
+        voided,
+        status(4, "three", now - Duration::days(3)),
+    ];
+    let (_t, db) = lake_with(backend, &events);
+    let rt = runtime();
+    let read = |f: Filter| {
+        let db = Arc::clone(&db);
+        rt.block_on(db.read(move |r| {
+            let whole = r.search(
+                &Filter {
+                    order: Order::Descending,
+                    ..f.clone()
+                },
+                1,
+            )?;
+            Ok((r.latest_at(&f, now)?, whole))
+        }))
+        .unwrap()
+    };
+    let expect = |f: Filter, id: &str, time| {
+        let (latest, whole) = read(f);
+        assert_eq!((latest.header.id.as_str(), latest.header.time), (id, time));
+        assert_eq!(
+            whole,
+            vec![latest],
+            "latest equals the whole window's newest"
+        );
+    };
+    let hide = |token: u32| Filter {
+        voiding: Voiding::HideTombstones,
+        ..scoped(token)
+    };
+    expect(hide(1), "dup", second + Duration::milliseconds(200));
+    expect(hide(2), "ten", now - Duration::days(10));
+    expect(hide(3), "fifty", now - Duration::days(50));
+    expect(hide(4), "three", now - Duration::days(3));
+    expect(
+        Filter {
+            before: Some(now - Duration::days(20)),
+            ..hide(2)
+        },
+        "fifty",
+        now - Duration::days(50),
     );
 }
