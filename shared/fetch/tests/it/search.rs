@@ -672,8 +672,9 @@ fn tag_alternatives(backend: Backend) {
     );
 }
 
-/// `latest` tries the last day and the last 31 days before the whole window; each answer must
-/// be the whole window's (the newest-first search over everything):
+/// `latest` tries the day and the 31 days before the table's newest time (here: vehicle 5's
+/// event, 10 days before the clock) ahead of the whole window; each answer must be the whole
+/// window's (the newest-first search over everything):
 /// - vehicle 1: its newest event delivered twice within one second that the one-day bound
 ///   cuts through (dedup keeps the earlier row, which an unaligned bound would drop);
 /// - vehicle 2: newest 10 days back (found by the 31-day look-back);
@@ -682,21 +683,29 @@ fn tag_alternatives(backend: Backend) {
 ///   3-day-old one;
 /// - a `before` moves the look-backs with it.
 fn latest_looks_back_first(backend: Backend) {
-    let now = t0() + Duration::days(100) + Duration::milliseconds(500);
-    // The one-day bound is `now - 1 day` truncated to its second: 500 ms before it.
-    let second = now - Duration::days(1) - Duration::milliseconds(500);
+    let newest = t0() + Duration::days(100) + Duration::milliseconds(500);
+    let now = newest + Duration::days(10);
+    // The one-day bound is `newest - 1 day` truncated to its second: 500 ms before it.
+    let second = newest - Duration::days(1) - Duration::milliseconds(500);
     let status = |token: u32, id: &str, t| event(token, id, "dimo.status", t, r#"{"n":1}"#);
-    let voided = status(4, "voided", now - Duration::hours(2));
+    let voided = status(4, "voided", newest - Duration::hours(2));
     let events = vec![
-        status(1, "older", now - Duration::days(3)),
+        status(5, "newest", newest),
+        status(1, "older", newest - Duration::days(3)),
         status(1, "dup", second + Duration::milliseconds(700)),
         status(1, "dup", second + Duration::milliseconds(200)),
-        status(2, "ten", now - Duration::days(10)),
-        status(2, "fifty", now - Duration::days(50)),
-        status(3, "fifty", now - Duration::days(50)),
-        sim::tombstone(&voided, ATTESTER, "tomb", now - Duration::days(60), "test"),
+        status(2, "ten", newest - Duration::days(10)),
+        status(2, "fifty", newest - Duration::days(50)),
+        status(3, "fifty", newest - Duration::days(50)),
+        sim::tombstone(
+            &voided,
+            ATTESTER,
+            "tomb",
+            newest - Duration::days(60),
+            "test",
+        ),
         voided,
-        status(4, "three", now - Duration::days(3)),
+        status(4, "three", newest - Duration::days(3)),
     ];
     let (_t, db) = lake_with(backend, &events);
     let rt = runtime();
@@ -728,15 +737,15 @@ fn latest_looks_back_first(backend: Backend) {
         ..scoped(token)
     };
     expect(hide(1), "dup", second + Duration::milliseconds(200));
-    expect(hide(2), "ten", now - Duration::days(10));
-    expect(hide(3), "fifty", now - Duration::days(50));
-    expect(hide(4), "three", now - Duration::days(3));
+    expect(hide(2), "ten", newest - Duration::days(10));
+    expect(hide(3), "fifty", newest - Duration::days(50));
+    expect(hide(4), "three", newest - Duration::days(3));
     expect(
         Filter {
-            before: Some(now - Duration::days(20)),
+            before: Some(newest - Duration::days(20)),
             ..hide(2)
         },
         "fifty",
-        now - Duration::days(50),
+        newest - Duration::days(50),
     );
 }
