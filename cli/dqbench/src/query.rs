@@ -334,6 +334,11 @@ struct CatalogFigures {
     floor: Floor,
 }
 
+/// A µs instant as a `TIMESTAMPTZ` literal, for the bench's hand-written statements.
+pub(crate) fn timestamptz(us: i64) -> String {
+    format!("make_timestamp({us}::BIGINT)::TIMESTAMPTZ")
+}
+
 /// Nearest-rank percentile of `samples` in ms.
 pub(crate) fn percentile(samples: &[Duration], p: f64) -> f64 {
     if samples.is_empty() {
@@ -621,15 +626,14 @@ fn statement_floor(t: &TestLake, target: &Target, sampling: &Sampling) -> anyhow
     let expected = Answer::Buckets(expected);
 
     let (from, to) = target.week;
-    let ts = |us: i64| format!("make_timestamp({us}::BIGINT)::TIMESTAMPTZ");
     let first_day = from - from.rem_euclid(DAY_US);
     let end_day = (to - 1) - (to - 1).rem_euclid(DAY_US) + DAY_US;
     conn.execute_batch(&format!(
         "CREATE TEMP TABLE floor_rows AS SELECT * FROM lake.signals \
          WHERE subject_bucket = {} AND \"timestamp\" >= {} AND \"timestamp\" < {}",
         dq_cloudevent::subject_bucket(&target.subject),
-        ts(first_day),
-        ts(end_day),
+        timestamptz(first_day),
+        timestamptz(end_day),
     ))?;
     let rows: i64 = conn.query_row("SELECT count(*) FROM floor_rows", [], |r| r.get(0))?;
 
@@ -642,8 +646,8 @@ fn statement_floor(t: &TestLake, target: &Target, sampling: &Sampling) -> anyhow
            WHERE subject = ? AND name = '{SIGNAL}' AND \"timestamp\" >= {} AND \"timestamp\" < {} \
            GROUP BY subject, name, \"timestamp\") \
          GROUP BY bucket ORDER BY bucket",
-        ts(from),
-        ts(to),
+        timestamptz(from),
+        timestamptz(to),
     );
     // Prepared per run, as the engine prepares every request's statement.
     let run = |sql: &str, value: usize| -> anyhow::Result<(Duration, Answer)> {

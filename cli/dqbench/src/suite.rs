@@ -29,8 +29,8 @@ use serde_json::{json, Value};
 
 use crate::clickhouse::{self, lit, ts_lit, ChDb, ChSource};
 use crate::query::{
-    percentile, segment_key, utc, Answer, Bench, Case, Sampling, Target, DAILY_ZONE, HOUR_US,
-    ISSUER, LIST_LIMIT, SIGNAL,
+    percentile, segment_key, timestamptz, utc, Answer, Bench, Case, Sampling, Target, DAILY_ZONE,
+    HOUR_US, ISSUER, LIST_LIMIT, SIGNAL,
 };
 use crate::{dataset, materializer, report};
 
@@ -436,7 +436,6 @@ impl Floor {
     /// The case's single statement and its parameter (`None` for the segment cases).
     fn statement(case: Case, target: &Target) -> Option<String> {
         let bucket = dq_cloudevent::bucket::subject_bucket(&target.subject);
-        let tsz = |us: i64| format!("make_timestamp({us}::BIGINT)::TIMESTAMPTZ");
         Some(match case {
             Case::Week | Case::Month => {
                 let (from, to) = target.window(case);
@@ -445,8 +444,8 @@ impl Floor {
                      avg(value_number) FROM lake.signals \
                      WHERE subject = ? AND subject_bucket = {bucket} AND name = '{SIGNAL}' \
                      AND \"timestamp\" >= {} AND \"timestamp\" < {} GROUP BY b ORDER BY b",
-                    tsz(from),
-                    tsz(to)
+                    timestamptz(from),
+                    timestamptz(to)
                 )
             }
             Case::Latest => format!(
@@ -461,7 +460,11 @@ impl Floor {
             ),
             Case::ListEvents | Case::LatestEvent => {
                 let (bounds, limit) = events_scope(case, target, |a, b| {
-                    format!(" AND \"time\" > {} AND \"time\" < {}", tsz(a), tsz(b))
+                    format!(
+                        " AND \"time\" > {} AND \"time\" < {}",
+                        timestamptz(a),
+                        timestamptz(b)
+                    )
                 });
                 format!(
                     "SELECT id, type, data, base64(data_base64) FROM lake.raw_events \

@@ -99,7 +99,8 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// [`FetchError::Lake`] when the query fails.
     pub fn search(&self, filter: &Filter, limit: usize) -> Result<Vec<Index>> {
-        self.search_at(filter, limit, filter.order, Utc::now())
+        let after = filter.effective_after(Utc::now());
+        self.search_window(filter, after, None, limit, filter.order)
     }
 
     /// The newest matching index, regardless of the filter's order.
@@ -160,16 +161,6 @@ impl<'a> Reader<'a> {
             Err(e) if Self::no_table(&e) => Ok(None),
             Err(e) => Err(self.error(ctx, e)),
         }
-    }
-
-    fn search_at(
-        &self,
-        filter: &Filter,
-        limit: usize,
-        order: Order,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Index>> {
-        self.search_window(filter, filter.effective_after(now), None, limit, order)
     }
 
     /// The search over `(after, before)` of the filter, narrowed to `time >= from` when set.
