@@ -2,7 +2,7 @@
 # make demo: seed a fresh local lake with the din simulator, decode it with the materializer until
 # caught up (printing its summary), then serve it: FetchService (gRPC + gRPC-web) and the graphql
 # binary once per GraphQL dialect, each on its own port (README "Dialects"), each printing a curl
-# with a development token. Ctrl-C stops them all.
+# with a development token, then the MCP endpoints (README "MCP"). Ctrl-C stops them all.
 #
 # Ports: PORT (dq dialect, 8080), PORT_TELEMETRY (telemetry-api dialect, 8081), PORT_FETCH
 # (fetch-api dialect, 8082), PORT_GRPC (FetchService, 8086).
@@ -54,7 +54,8 @@ wait_ready() {
 }
 
 echo "== FetchService: gRPC and gRPC-web on 127.0.0.1:$PORT_GRPC (unauthenticated callers trusted: demo only)"
-PORT_GRPC="$PORT_GRPC" FETCH_GRPC_TRUST_UNAUTHENTICATED=true "$BIN/fetch" &
+# The trust setting is accepted only on a loopback listener.
+HOST_GRPC=127.0.0.1 PORT_GRPC="$PORT_GRPC" FETCH_GRPC_TRUST_UNAUTHENTICATED=true "$BIN/fetch" &
 pids+=($!)
 
 # Token ids are seed-derived: the demo tokens are for the fleet's first vehicle,
@@ -86,6 +87,9 @@ echo "   GraphQL dq         http://localhost:$PORT/query  (playground http://loc
 echo "   GraphQL telemetry  http://localhost:$PORT_TELEMETRY/query  (playground http://localhost:$PORT_TELEMETRY/)"
 echo "   GraphQL fetch      http://localhost:$PORT_FETCH/query  (playground http://localhost:$PORT_FETCH/)"
 echo "   FetchService       127.0.0.1:$PORT_GRPC (gRPC and gRPC-web)"
+echo "   MCP (AI agents)    http://localhost:$PORT/mcp  http://localhost:$PORT_TELEMETRY/mcp  http://localhost:$PORT_FETCH/mcp"
+echo "   MCP client config: {\"mcpServers\": {\"dimo-query\": {\"type\": \"http\", \"url\": \"http://localhost:$PORT/mcp\", \"headers\": {\"Authorization\": \"Bearer <token printed above>\"}}}}"
+echo "   MCP tools:  curl -s http://localhost:$PORT/mcp -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}'"
 # Until one of them stops; the EXIT trap stops the others.
 status=0
 wait -n "${pids[@]}" || status=$?

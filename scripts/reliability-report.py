@@ -25,7 +25,8 @@ TESTS = [
      "blob failures are retried rather than poisoned, then everything drains exactly once.",
      "cargo test --workspace s3_and_dynamodb_faults"),
     ("materializer-double-invoke", "functions/materializer/tests/it/faults.rs `the_same_tick_invoked_twice`",
-     "Two execution environments handle the same schedule tick at once (PostgreSQL catalog, one lease).",
+     "Two execution environments handle the same schedule tick (PostgreSQL catalog, one lease: DynamoDB on moto, "
+     "then the lock file): the second starts while the first is mid-drain and is refused by its holder.",
      "cargo test --workspace the_same_tick_invoked_twice"),
     ("materializer-deadline", "functions/materializer/tests/it/faults.rs `deadline_hit_mid_span`",
      "Every invocation's deadline (minus the drain margin) falls inside its first span: the span in flight "
@@ -85,11 +86,8 @@ def main() -> int:
         "`Something went wrong while checking the JWT.` — go-jwt-middleware's answer, which existing clients "
         "see today (shared/graphql/tests/it/authn.rs pins it).",
         "",
-        "Noticed in these runs and left for now: while the catalog is down, the cloud-event fields and "
-        "FetchService pass DuckDB's error text through (as the Go services do), which names the catalog's host, "
-        "port, database and user — the password is masked (`password=***`), the rest is not; the signal fields "
-        "answer `failed to query db`. The S3/DynamoDB test runs on PostgreSQL because a second DuckDB instance "
-        "in the same process did not see the handler's commits on a file catalog.",
+        "Noticed in these runs and left for now: the S3/DynamoDB test runs on PostgreSQL because a second "
+        "DuckDB instance in the same process did not see the handler's commits on a file catalog.",
         "",
     ]
     for name, test, proves, run in TESTS:

@@ -34,9 +34,9 @@ Assertions:
 `__DEV_TOKEN__` in an event is replaced by an RS256 token for the event's vehicle (its first
 did:erc721, else the DID of its first `tokenId: N` under the function's DIMO_REGISTRY_CHAIN_ID /
 VEHICLE_NFT_ADDRESS, as the telemetry dialect resolves it), signed by a key
-made for the run whose JWKS is served on 127.0.0.1 (the query functions get it as
-TOKEN_EXCHANGE_ISSUER_URL / TOKEN_EXCHANGE_JWK_KEY_SET_URL); this needs the venv's python
-(cryptography). Optional per-function settings: tests/invoke/<function>.env (KEY=VALUE lines, $TMP expands to
+made for the run whose JWKS is served on 127.0.0.1 (the query functions always get it as
+TOKEN_EXCHANGE_ISSUER_URL / TOKEN_EXCHANGE_JWK_KEY_SET_URL: inside Lambda they refuse to start
+without an issuer); this needs the venv's python (cryptography). Optional per-function settings: tests/invoke/<function>.env (KEY=VALUE lines, $TMP expands to
 the temporary stack directory).
 
 The first invocation of each function measures its cold start under the emulator: process spawn
@@ -258,7 +258,7 @@ class DevIssuer:
             from cryptography.hazmat.primitives import hashes
             from cryptography.hazmat.primitives.asymmetric import padding, rsa
         except ImportError:
-            raise Failure("events use __DEV_TOKEN__: run with the venv's python (cryptography)")
+            raise Failure("the query functions need the run's token issuer: run with the venv's python (cryptography)")
         self._hashes, self._padding = hashes, padding
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         nums = self._key.public_key().public_numbers()
@@ -379,7 +379,9 @@ def main() -> int:
     emulator = None
     issuer = None
     try:
-        if any("__DEV_TOKEN__" in p.read_text() for f in FUNCTIONS for p in events[f]):
+        # Every query function gets the run's issuer, as template.yaml gives them one: inside
+        # Lambda they refuse to start without TOKEN_EXCHANGE_ISSUER_URL.
+        if any(events[f] for f in QUERY_FUNCTIONS):
             issuer = DevIssuer()
         # The layer layout: /opt/duckdb/extensions/<version>/<platform>/<name>.duckdb_extension.
         if args.layer:

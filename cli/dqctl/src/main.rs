@@ -2,6 +2,7 @@
 //! arguments and dispatches.
 
 mod decode;
+mod reconcile;
 mod seed;
 
 use clap::{Parser, Subcommand};
@@ -20,11 +21,15 @@ enum Command {
     Decode(decode::Args),
     /// Write a synthetic fleet into a lake the way din does (the din simulator).
     Seed(seed::Args),
+    /// Send the same GraphQL documents to a reference and a candidate deployment and compare
+    /// the answers canonically (the cutover gate).
+    Reconcile(reconcile::Args),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Decode(args) => decode::run(&args),
         Command::Seed(args) => seed::run(&args),
+        Command::Reconcile(args) => reconcile::run(&args),
     }
 }

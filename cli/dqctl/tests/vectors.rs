@@ -1,35 +1,22 @@
 //! Runs every shared test vector through the built `dqctl decode` binary (decoding.md §12).
 //!
-//! Vectors are read at test time from `../shared/vectors` next to the workspace, or from
-//! `DQ_VECTORS_DIR`. Each input is turned into the stored-form CloudEvent the manifest's `entry`
-//! describes (vendor source address, type, dataversion) by editing only the top-level members,
-//! so payload bytes (and their duplicate keys) reach the decoder untouched.
+//! Vectors are read at test time from the repository's `tests/vectors/` (or `DQ_VECTORS_DIR`, see
+//! `testkit::vectors_dir`). Each input is turned into the stored-form CloudEvent the manifest's
+//! `entry` describes (vendor source address, type, dataversion) by editing only the top-level
+//! members, so payload bytes (and their duplicate keys) reach the decoder untouched.
 
 use chrono::{DateTime, Utc};
 use dq_cloudevent::json::parse_object_members;
 use dq_cloudevent::time::parse_rfc3339;
 use serde_json::Value;
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 const AUTOPI: &str = "0x5e31bBc786D7bEd95216383787deA1ab0f1c1897";
 const RUPTELA: &str = "0xF26421509Efe92861a587482100c6d728aBf1CD0";
 const TESLA: &str = "0xc4035Fecb1cc906130423EF05f9C20977F643722";
 
-fn vectors_dir() -> PathBuf {
-    std::env::var_os("DQ_VECTORS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        })
-}
-
-fn read(name: &str) -> String {
-    let path = vectors_dir().join(name);
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read vector {}: {e}", path.display()))
-}
+use testkit::vector as read;
 
 /// Rewrites top-level members of a CloudEvent document textually: `overrides` replace (or add)
 /// string members; `rename` moves a member's raw value under a new key.

@@ -1,6 +1,6 @@
 //! The fetch Lambda: FetchService as gRPC-web behind API Gateway (HTTP API, IAM-authorized
-//! routes), or locally plain gRPC and gRPC-web on `PORT_GRPC`. Everything but process wiring
-//! lives in the `fetch` crate.
+//! routes), or locally plain gRPC and gRPC-web on `HOST_GRPC`:`PORT_GRPC`. Everything but
+//! process wiring lives in the `fetch` crate.
 
 use anyhow::Context as _;
 
@@ -13,27 +13,33 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let api = fetch::server::api_from_env()
+    // Inside Lambda the Runtime API serves the requests: there is no listener.
+    let addr = if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+        None
+    } else {
+        Some(fetch::server::listen_addr()?)
+    };
+    let api = fetch::server::api_from_env(addr)
         .await
         .context("assemble FetchService")?;
     let router = fetch::server::router(api);
-    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
-        lambda_http::run(lambda_http::service_fn(move |request| {
+    match addr {
+        None => lambda_http::run(lambda_http::service_fn(move |request| {
             fetch::lambda::handle(router.clone(), request)
         }))
         .await
-        .map_err(|e| anyhow::anyhow!("lambda runtime: {e}"))
-    } else {
-        let addr = fetch::server::listen_addr()?;
-        let listener = tokio::net::TcpListener::bind(addr)
+        .map_err(|e| anyhow::anyhow!("lambda runtime: {e}")),
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("bind {addr}"))?;
+            tracing::info!(%addr, "FetchService listening (gRPC and gRPC-web)");
+            fetch::server::serve(router, listener, async {
+                // Graceful stop on Ctrl-C or SIGTERM.
+                let _ = tokio::signal::ctrl_c().await;
+            })
             .await
-            .with_context(|| format!("bind {addr}"))?;
-        tracing::info!(%addr, "FetchService listening (gRPC and gRPC-web)");
-        fetch::server::serve(router, listener, async {
-            // Graceful stop on Ctrl-C or SIGTERM.
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("serve FetchService")
+            .context("serve FetchService")
+        }
     }
 }

@@ -2,20 +2,11 @@
 //! key whose JWKS the demo serves, and a ready-to-paste `curl` with a token for one vehicle,
 //! written in the dialect the process serves (`GRAPHQL_DIALECT`).
 
-use auth::dev::{now_secs, DevClaims, DevSigner};
-use auth::{Permission, TokenValidator};
+use auth::dev::{DevClaims, DevSigner};
+use auth::TokenValidator;
 
 /// The demo vehicle when `DQ_DEV_SUBJECT` is unset.
 const DEFAULT_SUBJECT: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:1";
-
-/// The permissions of every demo token; the telemetry dialect's also carries the VIN credential
-/// privilege (`vinVCLatest`).
-const PERMISSIONS: [Permission; 4] = [
-    Permission::GetNonLocationHistory,
-    Permission::GetLocationHistory,
-    Permission::GetApproximateLocation,
-    Permission::GetRawData,
-];
 
 /// The validator for the demo's tokens, the JWKS to serve, and the `curl` to print.
 pub fn setup(port: u16) -> Result<(TokenValidator, String, String), String> {
@@ -25,10 +16,8 @@ pub fn setup(port: u16) -> Result<(TokenValidator, String, String), String> {
     // compares contract and token id with the query's tokenId).
     let subject = std::env::var("DQ_DEV_SUBJECT").unwrap_or_else(|_| DEFAULT_SUBJECT.into());
     let dialect = std::env::var("GRAPHQL_DIALECT").unwrap_or_default();
-    let mut permissions = PERMISSIONS.to_vec();
     let query = match dialect.trim() {
         "telemetry" => {
-            permissions.push(Permission::GetVinCredential);
             let token_id = token_id(&subject).ok_or_else(|| {
                 format!(
                     "the telemetry dialect needs a vehicle DID did:erc721:<chain>:<contract>:<tokenId> \
@@ -46,9 +35,10 @@ pub fn setup(port: u16) -> Result<(TokenValidator, String, String), String> {
             r#"{{"query":"{{ signalsLatest(subject: \"{subject}\") {{ lastSeen speed {{ timestamp value }} currentLocationCoordinates {{ timestamp value {{ latitude longitude }} }} }} }}"}}"#
         ),
     };
-    let mut claims = DevClaims::vehicle(subject.clone(), &permissions);
-    claims.expires_at = now_secs() + 24 * 3600;
-    let token = signer.mint(&claims).map_err(|e| e.to_string())?;
+    // Every grant a dialect's root fields check (DevClaims::demo), so each documented query works.
+    let token = signer
+        .mint(&DevClaims::demo(subject.clone()))
+        .map_err(|e| e.to_string())?;
     let curl = format!(
         "curl -s http://localhost:{port}/query -H 'Content-Type: application/json' -H 'Authorization: Bearer {token}' -d '{query}'"
     );

@@ -18,8 +18,14 @@ async fn main() -> Result<(), lambda_http::Error> {
         tracing::error!(error = %e, "graphql function failed to start");
         e
     })?;
+    // Shadow mode (`SHADOW_REFERENCE_URL`): sampled /query requests compared with a reference.
+    let shadow = graphql::shadow::Shadow::from_env()?;
+    let shadowed = |router: axum::Router| match &shadow {
+        Some(s) => Arc::clone(s).wrap(router),
+        None => router,
+    };
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
-        return lambda_http::run(graphql::router(Arc::new(state))).await;
+        return lambda_http::run(shadowed(graphql::router(Arc::new(state)))).await;
     }
     let port: u16 = std::env::var("PORT")
         .ok()
@@ -42,7 +48,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     };
     #[cfg(not(feature = "dev"))]
     let extra = axum::Router::new();
-    let app = extra.merge(graphql::router(Arc::new(state)));
+    let app = extra.merge(shadowed(graphql::router(Arc::new(state))));
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port)).await?;
     tracing::info!(port, "serving GraphQL on /query");
     axum::serve(listener, app).await?;

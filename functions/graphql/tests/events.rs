@@ -32,15 +32,30 @@ async fn answer(app: axum::Router, name: &str, token: &str) -> (u16, Vec<u8>) {
     (status, body.to_vec())
 }
 
-#[tokio::test]
-async fn every_graphql_event_is_answered() {
-    let t = TestLake::new(Backend::File);
-    let lake = t.open().unwrap();
-    materialize::schema::ensure(&lake).unwrap();
-    let signer = DevSigner::generate("https://auth.dimo.test").unwrap();
-    let (engine, db) = graphql::http::share_lake(lake);
-    let engine = Arc::new(engine);
-    let app = |dialect| {
+/// The routers of every dialect over one empty decoded lake, accepting `signer`'s tokens.
+struct Routers {
+    engine: Arc<query::Engine>,
+    db: Arc<fetch::Db>,
+    signer: DevSigner,
+    _lake: TestLake,
+}
+
+impl Routers {
+    fn new() -> Routers {
+        let t = TestLake::new(Backend::File);
+        let lake = t.open().unwrap();
+        materialize::schema::ensure(&lake).unwrap();
+        let signer = DevSigner::generate("https://auth.dimo.test").unwrap();
+        let (engine, db) = graphql::http::share_lake(lake);
+        Routers {
+            engine: Arc::new(engine),
+            db,
+            signer,
+            _lake: t,
+        }
+    }
+
+    fn app(&self, dialect: graphql::Dialect) -> axum::Router {
         let settings = graphql::DialectSettings {
             storage_node_dev_license: Some([0x49; 20]),
             ..graphql::DialectSettings::default()
@@ -48,19 +63,26 @@ async fn every_graphql_event_is_answered() {
         let state = graphql::AppState::new(
             dialect,
             settings,
-            Arc::clone(&engine),
-            Some(signer.validator().unwrap()),
+            Arc::clone(&self.engine),
+            Some(self.signer.validator().unwrap()),
             graphql::Limits::default(),
         )
         .unwrap()
         .with_cloud_events(graphql::cloud_events::CloudEvents {
-            db: Arc::clone(&db),
+            db: Arc::clone(&self.db),
             payloads: fetch::Payloads::new(None),
             store: None,
             links: None,
         });
         graphql::router(Arc::new(state))
-    };
+    }
+}
+
+#[tokio::test]
+async fn every_graphql_event_is_answered() {
+    let routers = Routers::new();
+    let signer = &routers.signer;
+    let app = |dialect| routers.app(dialect);
     let token = signer
         .mint(&DevClaims::vehicle(
             VEHICLE,
@@ -136,5 +158,61 @@ async fn every_graphql_event_is_answered() {
             }
             other => panic!("no expectation for {other}"),
         }
+    }
+}
+
+/// POSTs `query` to `app` with `token`; returns the status and the JSON body.
+async fn post(app: axum::Router, token: &str, query: &str) -> (u16, Value) {
+    let request = http::Request::post("/query")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::from(
+            serde_json::json!({ "query": query }).to_string(),
+        ))
+        .unwrap();
+    let response = app.oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// The demo's token (what `make demo` prints) answers every dialect's cloud-event roots and
+/// signal roots without a grant or privilege error, so each documented query can be tried.
+#[tokio::test]
+async fn demo_tokens_answer_every_documented_root() {
+    let routers = Routers::new();
+    let token = routers.signer.mint(&DevClaims::demo(VEHICLE)).unwrap();
+    let cases = [
+        (graphql::Dialect::Telemetry, "{ attestations(tokenId: 1) { id time } }"),
+        (
+            graphql::Dialect::Telemetry,
+            "{ attestations(tokenId: 1, filter: {source: \"0x49eAf63eD94FEf3d40692862Eee2C8dB416B1a5f\"}) { id } }",
+        ),
+        (graphql::Dialect::Telemetry, "{ vinVCLatest(tokenId: 1) { vin } }"),
+        (
+            graphql::Dialect::Telemetry,
+            "{ signalsLatest(tokenId: 1) { lastSeen currentLocationApproximateCoordinates { timestamp } } }",
+        ),
+        (
+            graphql::Dialect::Fetch,
+            &format!("{{ cloudEvents(did: \"{VEHICLE}\", limit: 3) {{ header {{ id }} }} }}"),
+        ),
+        (
+            graphql::Dialect::Fetch,
+            &format!("{{ latestCloudEvent(did: \"{VEHICLE}\") {{ header {{ id }} }} }}"),
+        ),
+        (
+            graphql::Dialect::Dq,
+            &format!("{{ cloudEvents(subject: \"{VEHICLE}\", limit: 3) {{ header {{ id }} }} }}"),
+        ),
+        (
+            graphql::Dialect::Dq,
+            &format!("{{ signalsLatest(subject: \"{VEHICLE}\") {{ lastSeen currentLocationCoordinates {{ timestamp }} }} }}"),
+        ),
+    ];
+    for (dialect, query) in cases {
+        let (status, body) = post(routers.app(dialect), &token, query).await;
+        assert_eq!(status, 200, "{dialect:?} {query}: {body}");
+        assert!(body.get("errors").is_none(), "{dialect:?} {query}: {body}");
     }
 }

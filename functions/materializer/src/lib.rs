@@ -110,7 +110,8 @@ fn local_lease_path(cfg: &lake::LakeConfig) -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("dq-materializer.lease"))
 }
 
-/// One invocation: parse, take the lease (a refusal returns `{"skipped": "lease held"}`), run the
+/// One invocation: parse, take the lease (a refusal returns `{"skipped": "lease held by a peer",
+/// "held_by": <holder>, "held_until": <epoch seconds>}`), run the
 /// action on a blocking thread (DuckDB is synchronous), release, return the summary.
 pub async fn handler(
     event: Value,
@@ -135,9 +136,14 @@ async fn run(
     let session = if needs_lease {
         match LeaseSession::acquire(lease).await {
             Ok(s) => Some(s),
-            Err(lease::LeaseError::Held { .. }) => {
+            Err(lease::LeaseError::Held {
+                holder, expires_at, ..
+            }) => {
                 emit(ctx, &metrics::lease_metric("lease_refused"));
-                return Ok(json!({"action": action.name(), "skipped": "lease held by a peer"}));
+                return Ok(json!({
+                    "action": action.name(), "skipped": "lease held by a peer",
+                    "held_by": holder, "held_until": expires_at,
+                }));
             }
             Err(e) => return Err(materialize::Error::from(e).into()),
         }

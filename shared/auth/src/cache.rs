@@ -7,7 +7,10 @@
 //! Rules (dq-query.md §5.1: "caching provider TTL 1 minute", issue 5: "refreshed on unknown
 //! `kid`"):
 //! - keys older than [`CacheConfig::ttl`] are refreshed before use; when that refresh fails the
-//!   stale keys keep serving (logged) rather than failing every request;
+//!   stale keys keep serving (logged) rather than failing every request, but only up to
+//!   [`CacheConfig::max_staleness`] after their last successful fetch: past it, an issuer that
+//!   stays unreachable fails every check closed ([`AuthError::KeysUnavailable`], HTTP 503 /
+//!   gRPC `UNAVAILABLE`) instead of accepting keys it may have revoked long ago;
 //! - an unknown `kid` triggers a refresh, at most once per [`CacheConfig::min_refresh_interval`]
 //!   (so a stream of garbage `kid`s cannot hammer the issuer);
 //! - refreshes are single-flight: concurrent callers wait for the one in progress and then
@@ -60,6 +63,9 @@ pub struct CacheConfig {
     pub ttl: Duration,
     /// Minimum time between two fetches triggered by unknown `kid`s or failures.
     pub min_refresh_interval: Duration,
+    /// Age after which keys that could not be refreshed are no longer used
+    /// (`TOKEN_EXCHANGE_JWKS_MAX_STALENESS`).
+    pub max_staleness: Duration,
 }
 
 impl Default for CacheConfig {
@@ -67,6 +73,7 @@ impl Default for CacheConfig {
         CacheConfig {
             ttl: Duration::from_secs(60),
             min_refresh_interval: Duration::from_secs(10),
+            max_staleness: crate::config::DEFAULT_JWKS_MAX_STALENESS,
         }
     }
 }
@@ -132,11 +139,12 @@ impl JwksCache {
     /// The key set to verify a token signed with `kid`, refreshing per the module rules.
     ///
     /// # Errors
-    /// [`AuthError::KeysUnavailable`] when no keys were ever fetched successfully. An unknown
-    /// `kid` is NOT an error here: the returned set simply lacks it.
+    /// [`AuthError::KeysUnavailable`] when no keys were ever fetched successfully, or when the
+    /// last successful fetch is older than [`CacheConfig::max_staleness`] and no refresh
+    /// succeeds. An unknown `kid` is NOT an error here: the returned set simply lacks it.
     pub async fn keys_for(&self, kid: &str) -> Result<Arc<KeySet>> {
         let now = Instant::now();
-        let (keys, generation, stale, may_refetch) = {
+        let (keys, fetched_at, generation, stale, may_refetch) = {
             let st = self.lock();
             let stale = st
                 .fetched_at
@@ -144,7 +152,13 @@ impl JwksCache {
             let may_refetch = st.attempted_at.is_none_or(|t| {
                 now.saturating_duration_since(t) >= self.config.min_refresh_interval
             });
-            (Arc::clone(&st.keys), st.generation, stale, may_refetch)
+            (
+                Arc::clone(&st.keys),
+                st.fetched_at,
+                st.generation,
+                stale,
+                may_refetch,
+            )
         };
         let unknown = !keys.contains(kid);
         // A stale-but-present set is refreshed at most once per interval as well, so a failing
@@ -155,7 +169,7 @@ impl JwksCache {
             return if keys.is_empty() {
                 Err(AuthError::KeysUnavailable("no jwks fetched yet".into()))
             } else {
-                Ok(keys)
+                self.unless_too_stale(keys, fetched_at)
             };
         }
 
@@ -164,22 +178,50 @@ impl JwksCache {
             // Someone refreshed while we waited: use their result.
             let st = self.lock();
             if st.generation != generation {
-                let keys = Arc::clone(&st.keys);
+                let (keys, fetched_at) = (Arc::clone(&st.keys), st.fetched_at);
                 drop(st);
                 return if keys.is_empty() {
                     Err(AuthError::KeysUnavailable("jwks fetch failed".into()))
                 } else {
-                    Ok(keys)
+                    self.unless_too_stale(keys, fetched_at)
                 };
             }
         }
         match self.fetch_and_store().await {
             Ok(fresh) => Ok(fresh),
             Err(e) if !keys.is_empty() => {
+                let kept = self.unless_too_stale(keys, fetched_at)?;
                 tracing::warn!(error = %e, "jwks refresh failed; serving the cached keys");
-                Ok(keys)
+                Ok(kept)
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// `keys`, fetched at `fetched_at`, unless that is more than [`CacheConfig::max_staleness`]
+    /// ago (then the issuer has been unreachable that long: fail closed).
+    fn unless_too_stale(
+        &self,
+        keys: Arc<KeySet>,
+        fetched_at: Option<Instant>,
+    ) -> Result<Arc<KeySet>> {
+        let age = fetched_at.map(|t| t.elapsed());
+        match age {
+            Some(age) if age <= self.config.max_staleness => Ok(keys),
+            _ => {
+                let age = age.map_or_else(|| "unknown".into(), |a| format!("{}s", a.as_secs()));
+                tracing::error!(
+                    age = %age,
+                    max_staleness_s = self.config.max_staleness.as_secs(),
+                    "jwks could not be refreshed within its maximum staleness; refusing tokens"
+                );
+                Err(AuthError::KeysUnavailable(format!(
+                    "the cached jwks was fetched {age} ago, more than the {}s maximum staleness \
+                     ({}), and refreshing it failed",
+                    self.config.max_staleness.as_secs(),
+                    crate::config::TOKEN_EXCHANGE_JWKS_MAX_STALENESS
+                )))
+            }
         }
     }
 

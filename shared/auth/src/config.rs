@@ -2,7 +2,10 @@
 
 use crate::service::{InvalidArn, ServiceAllowList};
 use crate::validate::ValidationConfig;
+use dq_cloudevent::duration::parse_go_duration_us;
 use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
 
 /// Token issuer; `iss` must equal it. Unset: no token can be validated.
 pub const TOKEN_EXCHANGE_ISSUER_URL: &str = "TOKEN_EXCHANGE_ISSUER_URL";
@@ -17,10 +20,19 @@ pub const IDENTITY_API_URL: &str = "IDENTITY_API_URL";
 /// without a token when they arrive through an IAM-authorized API Gateway route.
 pub const FETCH_IAM_ALLOWED_CALLERS: &str = "FETCH_IAM_ALLOWED_CALLERS";
 /// New (issue 7), local only: serve FetchService callers that present no token as a trusted
-/// service. Refused inside Lambda.
+/// service. Refused inside Lambda, and accepted only with a loopback listener
+/// ([`AuthSettings::check_listener`]).
 pub const FETCH_GRPC_TRUST_UNAUTHENTICATED: &str = "FETCH_GRPC_TRUST_UNAUTHENTICATED";
+/// Longest time (a Go duration) the last successfully fetched JWKS keeps verifying tokens while
+/// the issuer cannot be reached; past it, token checks fail as unavailable (HTTP 503, gRPC
+/// `UNAVAILABLE`).
+pub const TOKEN_EXCHANGE_JWKS_MAX_STALENESS: &str = "TOKEN_EXCHANGE_JWKS_MAX_STALENESS";
+/// [`TOKEN_EXCHANGE_JWKS_MAX_STALENESS`] when unset.
+pub const DEFAULT_JWKS_MAX_STALENESS: Duration = Duration::from_secs(24 * 3600);
 /// Set by the Lambda runtime; used to refuse local-only settings there.
 pub const AWS_LAMBDA_FUNCTION_NAME: &str = "AWS_LAMBDA_FUNCTION_NAME";
+/// Set by the Lambda runtime (the Runtime API the functions poll).
+pub const AWS_LAMBDA_RUNTIME_API: &str = "AWS_LAMBDA_RUNTIME_API";
 
 /// Where the signing keys come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +94,7 @@ impl fmt::Display for ConfigError {
 }
 
 /// The auth settings.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthSettings {
     /// `TOKEN_EXCHANGE_ISSUER_URL`.
     pub issuer: Option<String>,
@@ -96,6 +108,22 @@ pub struct AuthSettings {
     pub iam_allowed_callers: ServiceAllowList,
     /// `FETCH_GRPC_TRUST_UNAUTHENTICATED` (default false; refused in Lambda).
     pub grpc_trust_unauthenticated: bool,
+    /// `TOKEN_EXCHANGE_JWKS_MAX_STALENESS` (default [`DEFAULT_JWKS_MAX_STALENESS`]).
+    pub jwks_max_staleness: Duration,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        AuthSettings {
+            issuer: None,
+            jwks_url: None,
+            grpc_require_jwt: false,
+            identity_api_url: None,
+            iam_allowed_callers: ServiceAllowList::empty(),
+            grpc_trust_unauthenticated: false,
+            jwks_max_staleness: DEFAULT_JWKS_MAX_STALENESS,
+        }
+    }
 }
 
 /// Go's `strconv.ParseBool`.
@@ -105,6 +133,21 @@ fn parse_go_bool(s: &str) -> Option<bool> {
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
         _ => None,
     }
+}
+
+/// A [`TOKEN_EXCHANGE_JWKS_MAX_STALENESS`] value: a Go duration (the parser of the other
+/// duration settings) of at least the JWKS refresh interval, else every refresh would be late.
+fn max_staleness(v: &str) -> Result<Duration, String> {
+    let min = crate::cache::CacheConfig::default().ttl;
+    let us = parse_go_duration_us(v)?;
+    let d = Duration::from_micros(u64::try_from(us).unwrap_or(0));
+    if d < min {
+        return Err(format!(
+            "must be at least {}s (the JWKS refresh interval)",
+            min.as_secs()
+        ));
+    }
+    Ok(d)
 }
 
 fn is_http_url(s: &str) -> bool {
@@ -173,7 +216,19 @@ impl AuthSettings {
                 ServiceAllowList::empty()
             }),
         };
-        if grpc_trust_unauthenticated && get(AWS_LAMBDA_FUNCTION_NAME).is_some() {
+        let jwks_max_staleness = match get(TOKEN_EXCHANGE_JWKS_MAX_STALENESS) {
+            None => DEFAULT_JWKS_MAX_STALENESS,
+            Some(v) => max_staleness(&v).unwrap_or_else(|reason| {
+                problems.push(ConfigProblem {
+                    key: TOKEN_EXCHANGE_JWKS_MAX_STALENESS,
+                    reason,
+                });
+                DEFAULT_JWKS_MAX_STALENESS
+            }),
+        };
+        let in_lambda =
+            get(AWS_LAMBDA_FUNCTION_NAME).is_some() || get(AWS_LAMBDA_RUNTIME_API).is_some();
+        if grpc_trust_unauthenticated && in_lambda {
             problems.push(ConfigProblem {
                 key: FETCH_GRPC_TRUST_UNAUTHENTICATED,
                 reason: "is for local deployments and is refused inside Lambda".into(),
@@ -183,6 +238,15 @@ impl AuthSettings {
             problems.push(ConfigProblem {
                 key: TOKEN_EXCHANGE_ISSUER_URL,
                 reason: format!("is required when {TOKEN_EXCHANGE_JWK_KEY_SET_URL} is set"),
+            });
+        } else if in_lambda && get(TOKEN_EXCHANGE_ISSUER_URL).is_none() {
+            // Without an issuer no token can be validated, so every data query would fail as
+            // "jwt missing", which reads as the client's fault rather than the deployment's.
+            problems.push(ConfigProblem {
+                key: TOKEN_EXCHANGE_ISSUER_URL,
+                reason: "is required inside Lambda: without a token issuer no query can be \
+                         authorized"
+                    .into(),
             });
         }
         if !problems.is_empty() {
@@ -195,6 +259,29 @@ impl AuthSettings {
             identity_api_url,
             iam_allowed_callers,
             grpc_trust_unauthenticated,
+            jwks_max_staleness,
+        })
+    }
+
+    /// Checks the settings against the address the local FetchService listener is bound to:
+    /// [`FETCH_GRPC_TRUST_UNAUTHENTICATED`] serves every caller that presents no token, so it is
+    /// accepted only when nothing but this host can connect (a loopback address).
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the setting and the address when the trust setting is on and
+    /// `listener` is not a loopback address.
+    pub fn check_listener(&self, listener: SocketAddr) -> Result<(), ConfigError> {
+        if !self.grpc_trust_unauthenticated || listener.ip().is_loopback() {
+            return Ok(());
+        }
+        Err(ConfigError {
+            problems: vec![ConfigProblem {
+                key: FETCH_GRPC_TRUST_UNAUTHENTICATED,
+                reason: format!(
+                    "is accepted only when the gRPC listener is bound to a loopback address \
+                     (127.0.0.1 or ::1), not {listener}"
+                ),
+            }],
         })
     }
 

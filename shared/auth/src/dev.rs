@@ -84,6 +84,19 @@ impl DevClaims {
         }
     }
 
+    /// The demo's token for `asset`: every permission and a grant to every cloud event (any type,
+    /// source and id), so each documented query of every dialect answers with data — the
+    /// telemetry dialect's `attestations` and the cloud-event roots check these grants. Valid
+    /// for a day.
+    pub fn demo(asset: impl Into<String>) -> DevClaims {
+        let mut claims = DevClaims::vehicle(asset, &Permission::ALL);
+        claims.cloud_events = Some(json!({"events": [
+            {"event_type": "*", "source": "*", "ids": ["*"], "tags": []}
+        ]}));
+        claims.expires_at = now_secs() + 24 * 3600;
+        claims
+    }
+
     /// The claims as JSON, with `iss` defaulting to `issuer`.
     pub fn to_json(&self, issuer: &str) -> Value {
         let mut v = json!({

@@ -53,7 +53,8 @@ impl GrpcAuthenticator {
     }
 
     /// Local deployments only: treats callers that present no token as a service. The config
-    /// layer refuses this setting inside Lambda.
+    /// layer refuses this setting inside Lambda and on a listener that is not a loopback
+    /// address ([`crate::AuthSettings::check_listener`]).
     pub fn trust_unauthenticated(mut self, yes: bool) -> GrpcAuthenticator {
         self.trust_unauthenticated = yes;
         self

@@ -31,8 +31,8 @@
 //! # Layout
 //! - [`validate`]: JWT validation ([`TokenValidator`], RS256 only, issuer, `dimo.zone`
 //!   audience, `exp`/`nbf` without leeway) and bearer extraction for HTTP and gRPC.
-//! - [`keys`] / [`cache`]: [`KeySet`] from JWKS JSON; [`JwksCache`] with TTL and rate-limited
-//!   refresh on an unknown `kid`.
+//! - [`keys`] / [`cache`]: [`KeySet`] from JWKS JSON; [`JwksCache`] with TTL, rate-limited
+//!   refresh on an unknown `kid`, and a maximum staleness past which it fails closed.
 //! - [`principal`]: [`Principal`], either a token's claims or a platform-authenticated service.
 //! - [`permission`]: [`Permission`] strings, the GraphQL [`Privilege`] enum, [`PermissionSet`].
 //! - [`authz`]: directives (dq and telemetry gates, privileges), cloud-event subject access

@@ -16,6 +16,11 @@ use crate::{
 /// How long one JWKS, discovery or identity-api request may take.
 pub const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Largest JWKS or discovery document accepted, in bytes; real ones are a few KiB. The body is
+/// read incrementally and the fetch fails once it is over, so a broken or hostile endpoint
+/// cannot make the process buffer an unbounded body.
+pub const MAX_JWKS_BYTES: usize = 1 << 20;
+
 /// Fetches the key set over HTTP.
 #[derive(Debug, Clone)]
 pub struct HttpJwks {
@@ -30,7 +35,7 @@ impl HttpJwks {
     }
 
     async fn get(&self, url: &str) -> Result<Vec<u8>, JwksFetchError> {
-        let resp = self
+        let mut resp = self
             .http
             .get(url)
             .timeout(UPSTREAM_TIMEOUT)
@@ -40,7 +45,25 @@ impl HttpJwks {
         if !resp.status().is_success() {
             return Err(JwksFetchError(format!("GET {url}: HTTP {}", resp.status())));
         }
-        Ok(resp.bytes().await.map_err(JwksFetchError::new)?.to_vec())
+        let too_large = || {
+            JwksFetchError(format!(
+                "GET {url}: the response body is larger than {MAX_JWKS_BYTES} bytes"
+            ))
+        };
+        if resp
+            .content_length()
+            .is_some_and(|n| n > MAX_JWKS_BYTES as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(JwksFetchError::new)? {
+            if body.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     async fn fetch_keys(&self) -> Result<Vec<u8>, JwksFetchError> {
@@ -69,7 +92,10 @@ pub fn validator(settings: &AuthSettings, http: &reqwest::Client) -> Option<Toke
     let location = settings.jwks_location()?;
     let cache = JwksCache::new(
         HttpJwks::new(http.clone(), location),
-        CacheConfig::default(),
+        CacheConfig {
+            max_staleness: settings.jwks_max_staleness,
+            ..CacheConfig::default()
+        },
     );
     Some(TokenValidator::new(
         config,

@@ -35,10 +35,12 @@ pub const MAX_OBJECT_SIZE: u64 = 50 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
     /// The object does not exist.
-    #[error("blob `{key}` not found")]
+    #[error("blob `{key}` not found{}", .s3.as_ref().map(|f| format!(" ({f})")).unwrap_or_default())]
     NotFound {
         /// Object key.
         key: String,
+        /// S3's answer (`None` for a local store).
+        s3: Option<Box<S3Failure>>,
     },
     /// The object is larger than the reader accepts.
     #[error("blob `{key}` is {size} bytes, over the {limit}-byte limit")]
@@ -70,7 +72,16 @@ pub enum BlobError {
         /// The offending key.
         key: String,
     },
-    /// Anything else: network, throttling, 5xx, local I/O. Retry later.
+    /// S3 answered with an error other than a missing object, or could not be reached
+    /// (throttling, 5xx, access denied, timeout, network). Retry later.
+    #[error("blob store error on `{key}`: {failure}")]
+    S3 {
+        /// Object key.
+        key: String,
+        /// What S3 answered (boxed: it would make every error of this crate large).
+        failure: Box<S3Failure>,
+    },
+    /// Anything else: local I/O, a failed worker. Retry later.
     #[error("blob store error on `{key}`: {message}")]
     Transient {
         /// Object key.
@@ -86,7 +97,10 @@ pub enum BlobError {
 impl BlobError {
     /// True when the row referencing this blob can never decode (count it and skip it).
     pub fn is_poison(&self) -> bool {
-        !matches!(self, BlobError::Transient { .. } | BlobError::Config(_))
+        !matches!(
+            self,
+            BlobError::S3 { .. } | BlobError::Transient { .. } | BlobError::Config(_)
+        )
     }
 
     /// A stable label for metrics (`missing`, `oversize`, `sealed_no_key`, `decrypt`, …).
@@ -97,9 +111,83 @@ impl BlobError {
             BlobError::SealedNoKey { .. } => "sealed_no_key",
             BlobError::Decrypt { .. } => "decrypt",
             BlobError::InvalidKey { .. } => "invalid_key",
-            BlobError::Transient { .. } => "transient",
+            BlobError::S3 { .. } | BlobError::Transient { .. } => "transient",
             BlobError::Config(_) => "config",
         }
+    }
+}
+
+/// What S3 answered to one request, in a form that fits one log line: the SDK's own `Debug`
+/// and `DisplayErrorContext` renderings dump the raw response (headers, body, connector
+/// internals) over several kilobytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Failure {
+    /// The S3 operation (`GetObject`, `PutObject`, …).
+    pub operation: &'static str,
+    /// The HTTP status, when S3 answered.
+    pub status: Option<u16>,
+    /// S3's error code (`NoSuchKey`, `AccessDenied`, `SlowDown`, …), when it sent one.
+    pub code: Option<String>,
+    /// S3's error message, or for a request that got no answer the error chain.
+    pub message: Option<String>,
+    /// The `x-amz-request-id` of the answer.
+    pub request_id: Option<String>,
+}
+
+impl S3Failure {
+    /// The failure of `operation` from an SDK error.
+    pub fn from_sdk<E>(operation: &'static str, err: &aws_sdk_s3::error::SdkError<E>) -> Self
+    where
+        E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        use aws_sdk_s3::error::{ProvideErrorMetadata as _, SdkError};
+        use aws_sdk_s3::operation::RequestId as _;
+        let status = match err {
+            SdkError::ServiceError(e) => Some(e.raw().status().as_u16()),
+            SdkError::ResponseError(e) => Some(e.raw().status().as_u16()),
+            _ => None,
+        };
+        let message = err.message().map(str::to_owned).or_else(|| {
+            // No service answer: the error's chain of Display texts (never its Debug form).
+            let mut chain = vec![err.to_string()];
+            let mut source = std::error::Error::source(err);
+            while let Some(s) = source {
+                chain.push(s.to_string());
+                source = s.source();
+            }
+            Some(chain.join(": "))
+        });
+        S3Failure {
+            operation,
+            status,
+            code: err.code().map(str::to_owned),
+            message,
+            request_id: err.request_id().map(str::to_owned),
+        }
+    }
+}
+
+impl std::fmt::Display for S3Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "S3 {}:", self.operation)?;
+        if let Some(status) = self.status {
+            write!(f, " HTTP {status}")?;
+        }
+        if let Some(code) = &self.code {
+            write!(f, " {code}")?;
+        }
+        if let Some(message) = &self.message {
+            // One line whatever the server or the connector put in it.
+            let flat: String = message
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            write!(f, ": {flat}")?;
+        }
+        if let Some(id) = &self.request_id {
+            write!(f, " (request id {id})")?;
+        }
+        Ok(())
     }
 }
 
@@ -262,9 +350,9 @@ impl BlobStore {
                     .key(key)
                     .presigned(cfg)
                     .await
-                    .map_err(|e| BlobError::Transient {
+                    .map_err(|e| BlobError::S3 {
                         key: key.into(),
-                        message: format!("presign: {e}"),
+                        failure: Box::new(S3Failure::from_sdk("presign GetObject", &e)),
                     })?;
                 Ok(Some(req.uri().to_string()))
             }
@@ -328,13 +416,10 @@ impl BlobStore {
                         .ssekms_key_id(kms)
                         .bucket_key_enabled(true);
                 }
-                req.send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| BlobError::Transient {
-                        key: key.to_owned(),
-                        message: aws_sdk_s3::error::DisplayErrorContext(e).to_string(),
-                    })
+                req.send().await.map(|_| ()).map_err(|e| BlobError::S3 {
+                    key: key.to_owned(),
+                    failure: Box::new(S3Failure::from_sdk("PutObject", &e)),
+                })
             }
         }
     }
@@ -393,6 +478,7 @@ async fn read_local(path: &Path, key: &str, limit: u64) -> Result<Vec<u8>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(BlobError::NotFound {
                 key: key.to_owned(),
+                s3: None,
             })
         }
         Err(e) => return Err(transient(e)),
@@ -421,14 +507,16 @@ async fn read_s3(
                 || err
                     .raw_response()
                     .is_some_and(|r| r.status().as_u16() == 404);
+            let failure = Box::new(S3Failure::from_sdk("GetObject", &err));
             return Err(if not_found {
                 BlobError::NotFound {
                     key: key.to_owned(),
+                    s3: Some(failure),
                 }
             } else {
-                BlobError::Transient {
+                BlobError::S3 {
                     key: key.to_owned(),
-                    message: aws_sdk_s3::error::DisplayErrorContext(err).to_string(),
+                    failure,
                 }
             });
         }
@@ -548,8 +636,32 @@ mod tests {
     }
 
     #[test]
+    fn s3_failures_print_on_one_line() {
+        let f = S3Failure {
+            operation: "GetObject",
+            status: Some(403),
+            code: Some("AccessDenied".into()),
+            message: Some("Access\nDenied".into()),
+            request_id: Some("R1".into()),
+        };
+        assert_eq!(
+            f.to_string(),
+            "S3 GetObject: HTTP 403 AccessDenied: Access Denied (request id R1)"
+        );
+        let e = BlobError::NotFound {
+            key: "k".into(),
+            s3: None,
+        };
+        assert_eq!(e.to_string(), "blob `k` not found");
+    }
+
+    #[test]
     fn classifies_poison_and_transient() {
-        assert!(BlobError::NotFound { key: "k".into() }.is_poison());
+        assert!(BlobError::NotFound {
+            key: "k".into(),
+            s3: None
+        }
+        .is_poison());
         assert!(BlobError::SealedNoKey { key: "k".into() }.is_poison());
         assert!(!BlobError::Transient {
             key: "k".into(),

@@ -14,10 +14,12 @@
 //! - [`json`] — a duplicate-key-preserving JSON reader (gjson first-wins vs Go struct last-wins).
 //! - [`gojson`] — JSON text byte-identical to Go's `encoding/json`.
 //! - [`time`] — RFC 3339 with Go's parsing and formatting rules.
+//! - [`duration`] — Go duration strings (`1h30m`, `300ms`).
 #![warn(missing_docs)]
 
 pub mod bucket;
 pub mod did;
+pub mod duration;
 pub mod event;
 pub mod gojson;
 pub mod json;

@@ -3,7 +3,7 @@
 //! their protobuf messages (`pkg/grpc/common.go`).
 
 use crate::error::{FetchError, Result};
-use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding};
+use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding, MAX_OR_DEPTH};
 use crate::search::{Event, Index};
 use chrono::{DateTime, Utc};
 use dq_cloudevent::event::CloudEventHeader;
@@ -49,41 +49,55 @@ pub fn effective_options(
     }
 }
 
-fn string_filter(f: &Option<StringFilterOption>) -> Result<StringFilter> {
-    let Some(f) = f else {
-        return Ok(StringFilter::default());
-    };
-    if !f.or.is_empty() {
-        return Err(FetchError::OrUnsupported);
+/// Refuses an `or` alternative below [`MAX_OR_DEPTH`] (fetch-api silently dropped it, which
+/// answers a different question than the one asked).
+fn check_depth(field: &str, depth: usize) -> Result<()> {
+    if depth > MAX_OR_DEPTH {
+        return Err(FetchError::InvalidFilter(format!(
+            "`{field}`: `or` clauses nest deeper than {MAX_OR_DEPTH} levels"
+        )));
     }
+    Ok(())
+}
+
+fn string_filter(field: &str, f: &StringFilterOption, depth: usize) -> Result<StringFilter> {
+    check_depth(field, depth)?;
     Ok(StringFilter {
         include: f.r#in.clone(),
         exclude: f.not_in.clone(),
+        or: f
+            .or
+            .iter()
+            .map(|alt| string_filter(field, alt, depth + 1))
+            .collect::<Result<_>>()?,
     })
 }
 
-fn tag_filter(f: &Option<ArrayFilterOption>) -> Result<TagFilter> {
-    let Some(f) = f else {
-        return Ok(TagFilter::default());
-    };
-    if !f.or.is_empty() {
-        return Err(FetchError::OrUnsupported);
-    }
+fn tag_filter(f: &ArrayFilterOption, depth: usize) -> Result<TagFilter> {
+    check_depth("tags", depth)?;
     Ok(TagFilter {
         contains_any: f.contains_any.clone(),
         contains_all: f.contains_all.clone(),
         not_contains_any: f.not_contains_any.clone(),
         not_contains_all: f.not_contains_all.clone(),
-        // Refused above (dq-query.md §8 item 7).
-        or: Vec::new(),
+        or: f
+            .or
+            .iter()
+            .map(|alt| tag_filter(alt, depth + 1))
+            .collect::<Result<_>>()?,
     })
 }
 
-/// `filterFromAdvanced`: the search filter, refusing `or` clauses anywhere.
+/// `filterFromAdvanced`: the search filter, `or` alternatives included on every field
+/// (`(in AND not_in) OR or₁ OR …`, the rule of [`StringFilter`] and [`TagFilter`]).
 ///
 /// # Errors
-/// [`FetchError::OrUnsupported`].
+/// [`FetchError::InvalidFilter`] for `or` clauses nested deeper than [`MAX_OR_DEPTH`].
 pub fn filter_from_advanced(o: &AdvancedSearchOptions) -> Result<Filter> {
+    let string = |field: &str, f: &Option<StringFilterOption>| {
+        f.as_ref()
+            .map_or(Ok(StringFilter::default()), |f| string_filter(field, f, 0))
+    };
     Ok(Filter {
         after: o.after.as_ref().map(from_timestamp),
         before: o.before.as_ref().map(from_timestamp),
@@ -92,14 +106,17 @@ pub fn filter_from_advanced(o: &AdvancedSearchOptions) -> Result<Filter> {
         } else {
             Order::Descending
         },
-        subject: string_filter(&o.subject)?,
-        event_type: string_filter(&o.r#type)?,
-        data_version: string_filter(&o.data_version)?,
-        source: string_filter(&o.source)?,
-        producer: string_filter(&o.producer)?,
-        extras: string_filter(&o.extras)?,
-        id: string_filter(&o.id)?,
-        tags: tag_filter(&o.tags)?,
+        subject: string("subject", &o.subject)?,
+        event_type: string("type", &o.r#type)?,
+        data_version: string("data_version", &o.data_version)?,
+        source: string("source", &o.source)?,
+        producer: string("producer", &o.producer)?,
+        extras: string("extras", &o.extras)?,
+        id: string("id", &o.id)?,
+        tags: o
+            .tags
+            .as_ref()
+            .map_or(Ok(TagFilter::default()), |t| tag_filter(t, 0))?,
         // gRPC keeps dq's rule (dq-query.md §4.4.1).
         voiding: Voiding::HideTombstones,
     })
@@ -227,30 +244,83 @@ mod tests {
         assert_eq!(f.id.exclude, ["y"]);
     }
 
+    /// `depth` levels of `or`, each with one value.
+    fn nested_strings(depth: usize) -> StringFilterOption {
+        (0..depth).fold(
+            StringFilterOption {
+                r#in: vec!["leaf".into()],
+                ..Default::default()
+            },
+            |inner, i| StringFilterOption {
+                r#in: vec![i.to_string()],
+                or: vec![inner],
+                ..Default::default()
+            },
+        )
+    }
+
     #[test]
-    fn or_is_refused_everywhere() {
-        let or = StringFilterOption {
-            or: vec![StringFilterOption::default()],
-            ..Default::default()
-        };
+    fn or_is_served_on_every_field_up_to_the_bound() {
         let a = AdvancedSearchOptions {
-            source: Some(or),
-            ..Default::default()
-        };
-        assert!(matches!(
-            filter_from_advanced(&a),
-            Err(FetchError::OrUnsupported)
-        ));
-        let a = AdvancedSearchOptions {
+            source: Some(StringFilterOption {
+                r#in: vec!["s1".into()],
+                not_in: vec![],
+                or: vec![StringFilterOption {
+                    not_in: vec!["s2".into()],
+                    ..Default::default()
+                }],
+            }),
             tags: Some(ArrayFilterOption {
-                or: vec![ArrayFilterOption::default()],
+                contains_any: vec!["t".into()],
+                or: vec![ArrayFilterOption {
+                    contains_all: vec!["u".into()],
+                    ..Default::default()
+                }],
                 ..Default::default()
             }),
+            id: Some(nested_strings(MAX_OR_DEPTH)),
+            ..Default::default()
+        };
+        let f = filter_from_advanced(&a).unwrap();
+        assert_eq!(f.source.include, ["s1"]);
+        assert_eq!(f.source.or[0].exclude, ["s2"]);
+        assert_eq!(f.tags.or[0].contains_all, ["u"]);
+        let mut depth = 0;
+        let mut level = &f.id;
+        while let Some(next) = level.or.first() {
+            depth += 1;
+            level = next;
+        }
+        assert_eq!(
+            (depth, level.include.as_slice()),
+            (MAX_OR_DEPTH, &["leaf".to_string()][..])
+        );
+    }
+
+    #[test]
+    fn or_deeper_than_the_bound_is_an_invalid_argument() {
+        let a = AdvancedSearchOptions {
+            producer: Some(nested_strings(MAX_OR_DEPTH + 1)),
+            ..Default::default()
+        };
+        let e = filter_from_advanced(&a).unwrap_err();
+        assert!(matches!(e, FetchError::InvalidFilter(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "invalid advanced search options: `producer`: `or` clauses nest deeper than 5 levels"
+        );
+        let tags =
+            (0..=MAX_OR_DEPTH).fold(ArrayFilterOption::default(), |inner, _| ArrayFilterOption {
+                or: vec![inner],
+                ..Default::default()
+            });
+        let a = AdvancedSearchOptions {
+            tags: Some(tags),
             ..Default::default()
         };
         assert!(matches!(
             filter_from_advanced(&a),
-            Err(FetchError::OrUnsupported)
+            Err(FetchError::InvalidFilter(_))
         ));
     }
 

@@ -22,20 +22,6 @@ impl std::fmt::Debug for Db {
     }
 }
 
-/// Interrupts the query on its connection if the awaiting future is dropped first.
-struct InterruptOnDrop {
-    handle: Arc<lake::duckdb::InterruptHandle>,
-    armed: bool,
-}
-
-impl Drop for InterruptOnDrop {
-    fn drop(&mut self) {
-        if self.armed {
-            self.handle.interrupt();
-        }
-    }
-}
-
 impl Db {
     /// Wraps an open lake.
     pub fn new(lake: Lake) -> Db {
@@ -49,7 +35,8 @@ impl Db {
         }
     }
 
-    /// Runs `f` with a [`Reader`] on a pooled connection, off the async runtime.
+    /// Runs `f` with a [`Reader`] on a pooled connection, off the async runtime; its statements
+    /// are interrupted if the returned future is dropped first ([`lake::interruptible`]).
     ///
     /// # Errors
     /// What `f` returns; [`FetchError::Internal`] if the worker panicked.
@@ -58,21 +45,15 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Reader<'_>) -> Result<T> + Send + 'static,
     {
-        let pooled = self.pool.checkout()?;
-        let mut guard = InterruptOnDrop {
-            handle: pooled.conn().interrupt_handle(),
-            armed: true,
-        };
         let db = Arc::clone(self);
-        let out = tokio::task::spawn_blocking(move || {
+        lake::interruptible(move || {
+            let pooled = db.pool.checkout()?;
             let out = f(&Reader::new(pooled.conn(), db.pool.redactor()));
             let error = out.as_ref().err().map(ToString::to_string);
             db.pool.give_back(pooled, error.as_deref());
             out
         })
         .await
-        .map_err(|e| FetchError::Internal(format!("lake read task failed: {e}")));
-        guard.armed = false;
-        out?
+        .map_err(|e| FetchError::Internal(format!("lake read task failed: {e}")))?
     }
 }

@@ -4,13 +4,17 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-/// `in` / `not_in` lists of one string column; empty lists are no-ops, both may combine.
+/// Conditions on one string column: `in` / `not_in` lists (empty lists are no-ops, both may
+/// combine) AND-ed, and the result OR-ed with each alternative in `or`, by the rule of
+/// [`TagFilter`]: `(in AND not_in) OR or₁ OR or₂ …`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StringFilter {
     /// `col IN (…)`.
     pub include: Vec<String>,
     /// `col NOT IN (…)`.
     pub exclude: Vec<String>,
+    /// Alternatives OR-ed with this level's conjunction.
+    pub or: Vec<StringFilter>,
 }
 
 impl StringFilter {
@@ -18,7 +22,7 @@ impl StringFilter {
     pub fn eq(value: impl Into<String>) -> StringFilter {
         StringFilter {
             include: vec![value.into()],
-            exclude: Vec::new(),
+            ..StringFilter::default()
         }
     }
 
@@ -26,13 +30,19 @@ impl StringFilter {
     pub fn any_of<I: IntoIterator<Item = S>, S: Into<String>>(values: I) -> StringFilter {
         StringFilter {
             include: values.into_iter().map(Into::into).collect(),
-            exclude: Vec::new(),
+            ..StringFilter::default()
         }
     }
 
-    /// True when it restricts nothing.
+    /// True when it restricts nothing at this level (no lists and no alternatives).
     pub fn is_empty(&self) -> bool {
-        self.include.is_empty() && self.exclude.is_empty()
+        self.include.is_empty() && self.exclude.is_empty() && self.or.is_empty()
+    }
+
+    /// The values the column is confined to: the `in` list when it is set and no alternative
+    /// can widen it; `None` otherwise.
+    pub fn confined_to(&self) -> Option<&[String]> {
+        (!self.include.is_empty() && self.or.is_empty()).then_some(self.include.as_slice())
     }
 }
 
@@ -41,7 +51,7 @@ impl StringFilter {
 /// `(p1 AND p2 …) OR or₁ OR or₂ …`. An alternative that restricts nothing makes the whole
 /// disjunction true; a level with neither predicates nor alternatives restricts nothing; a
 /// level with only alternatives is their disjunction. `or` levels deeper than
-/// [`MAX_TAG_OR_DEPTH`] are ignored.
+/// [`MAX_OR_DEPTH`] are ignored (FetchService refuses them instead, [`crate::convert`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TagFilter {
     /// At least one of these tags.
@@ -56,9 +66,9 @@ pub struct TagFilter {
     pub or: Vec<TagFilter>,
 }
 
-/// Deepest `or` level of a [`TagFilter`] that is applied (the root is level 0); alternatives
-/// below it are silently dropped, as fetch-api did.
-pub const MAX_TAG_OR_DEPTH: usize = 5;
+/// Deepest `or` level of a [`TagFilter`] or [`StringFilter`] that is applied (the root is
+/// level 0), fetch-api's bound; alternatives below it are dropped.
+pub const MAX_OR_DEPTH: usize = 5;
 
 /// Which rows tombstones hide (dq-query.md §4.4.1, dialects.md §3.4).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -120,11 +130,15 @@ pub struct Filter {
 pub const UNBOUNDED_LOOKBACK_DAYS: i64 = 400;
 
 impl Filter {
-    /// The lower bound actually applied: `after`, or for a search with no `after`, no subject
-    /// and no id filter, `(before or now) − 400 days`. Subject- or id-scoped searches stay
-    /// unbounded.
+    /// The lower bound actually applied: `after`, or for a search with no `after` that is not
+    /// confined to listed subjects or ids, `(before or now) − 400 days`. Subject- or id-scoped
+    /// searches stay unbounded; an `or` alternative on those fields can widen the scope, so it
+    /// keeps the floor.
     pub fn effective_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        if self.after.is_some() || !self.subject.include.is_empty() || !self.id.include.is_empty() {
+        if self.after.is_some()
+            || self.subject.confined_to().is_some()
+            || self.id.confined_to().is_some()
+        {
             return self.after;
         }
         Some(self.before.unwrap_or(now) - Duration::days(UNBOUNDED_LOOKBACK_DAYS))
@@ -162,6 +176,21 @@ mod tests {
             ..f.clone()
         };
         assert_eq!(by_id.effective_after(now), None);
+        // An alternative can widen the scope: the floor stays.
+        let widened = Filter {
+            subject: StringFilter {
+                or: vec![StringFilter {
+                    exclude: vec!["did:y".into()],
+                    ..StringFilter::default()
+                }],
+                ..StringFilter::eq("did:x")
+            },
+            ..f.clone()
+        };
+        assert_eq!(
+            widened.effective_after(now),
+            Some(before - Duration::days(400))
+        );
         f.after = Some(before);
         assert_eq!(f.effective_after(now), Some(before));
     }

@@ -151,8 +151,9 @@ impl Payloads {
         })?;
         match store.get(key, MAX_OBJECT_SIZE).await {
             Ok(bytes) => Ok(bytes),
-            Err(BlobError::NotFound { .. }) => {
-                tracing::warn!(key, "blob missing; payload left empty");
+            Err(e @ BlobError::NotFound { .. }) => {
+                // One line: the key, and S3's code and request id when it answered.
+                tracing::warn!(error = %e, "blob missing; payload left empty");
                 Ok(Vec::new())
             }
             Err(e) => Err(e.into()),

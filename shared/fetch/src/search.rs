@@ -6,7 +6,7 @@
 //! `time, id, type` in the requested direction.
 
 use crate::error::{FetchError, Result};
-use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding, MAX_TAG_OR_DEPTH};
+use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding, MAX_OR_DEPTH};
 use chrono::{DateTime, SecondsFormat, Utc};
 use dq_cloudevent::event::{CloudEventHeader, RawEvent};
 use dq_cloudevent::row::RawRow;
@@ -328,17 +328,6 @@ impl Query {
         vec![each; values.len()].join(", ")
     }
 
-    fn string_filter(&mut self, column: &str, f: &StringFilter) {
-        if !f.include.is_empty() {
-            let p = self.placeholders(&f.include, "?");
-            self.text.push_str(&format!(" AND {column} IN ({p})"));
-        }
-        if !f.exclude.is_empty() {
-            let p = self.placeholders(&f.exclude, "?");
-            self.text.push_str(&format!(" AND {column} NOT IN ({p})"));
-        }
-    }
-
     fn time_bound(&mut self, op: &str, t: DateTime<Utc>) {
         self.text
             .push_str(&format!(" AND r.\"time\" {op} CAST(? AS TIMESTAMPTZ)"));
@@ -348,13 +337,19 @@ impl Query {
 
     /// Appends the filter's predicates and voiding. `after` is the effective lower bound.
     fn filter(&mut self, f: &Filter, after: Option<DateTime<Utc>>) {
-        self.string_filter("r.subject", &f.subject);
-        self.string_filter("r.type", &f.event_type);
-        self.string_filter("r.data_version", &f.data_version);
-        self.string_filter("r.source", &f.source);
-        self.string_filter("r.producer", &f.producer);
-        self.string_filter("r.extras", &f.extras);
-        self.string_filter("r.id", &f.id);
+        for (column, values) in [
+            ("r.subject", &f.subject),
+            ("r.type", &f.event_type),
+            ("r.data_version", &f.data_version),
+            ("r.source", &f.source),
+            ("r.producer", &f.producer),
+            ("r.extras", &f.extras),
+            ("r.id", &f.id),
+        ] {
+            if let Some(p) = string_predicate(column, values, 0) {
+                self.append(" AND ", p);
+            }
+        }
         if let Some(after) = after {
             self.time_bound(">", after);
         }
@@ -396,9 +391,10 @@ impl Query {
                 types::TOMBSTONE
             )),
         }
-        // Same subject scope on the tombstone scan, so it prunes like the main scan.
-        if !f.subject.include.is_empty() {
-            let p = self.placeholders(&f.subject.include, "?");
+        // Same subject scope on the tombstone scan, so it prunes like the main scan (only when
+        // the search is confined to listed subjects: an alternative could reach others).
+        if let Some(subjects) = f.subject.confined_to() {
+            let p = self.placeholders(subjects, "?");
             self.text.push_str(&format!(" AND t.subject IN ({p})"));
         }
         self.text.push(')');
@@ -409,10 +405,33 @@ impl Query {
 /// inspected.
 const TAGS: &str = "coalesce(try_cast(json_extract(CASE WHEN json_valid(r.extras) THEN r.extras END, '$.tags') AS VARCHAR[]), []::VARCHAR[])";
 
+/// The predicate of string filter level `depth` (root 0) on `column`:
+/// `(col IN (…) AND col NOT IN (…)) OR or₁ OR or₂ …`, or `None` when it restricts nothing
+/// (see [`disjunction`]).
+fn string_predicate(column: &str, f: &StringFilter, depth: usize) -> Option<Query> {
+    let mut base = Query::new("");
+    let mut preds = Vec::new();
+    for (values, op) in [(&f.include, "IN"), (&f.exclude, "NOT IN")] {
+        if !values.is_empty() {
+            let p = base.placeholders(values, "?");
+            preds.push(format!("{column} {op} ({p})"));
+        }
+    }
+    let base = (!preds.is_empty()).then(|| {
+        base.text = if f.or.is_empty() {
+            preds.join(" AND ")
+        } else {
+            format!("({})", preds.join(" AND "))
+        };
+        base
+    });
+    disjunction(base, &f.or, depth, &|alt, d| {
+        string_predicate(column, alt, d)
+    })
+}
+
 /// The predicate of tag filter level `depth` (root 0): `(p1 AND p2 …) OR or₁ OR or₂ …`, or
-/// `None` when it restricts nothing (no predicates and no alternatives, or any alternative that
-/// restricts nothing). Alternatives below [`MAX_TAG_OR_DEPTH`] are dropped, as fetch-api did;
-/// the recursion is bounded by that depth whatever the input.
+/// `None` when it restricts nothing (see [`disjunction`]).
 fn tag_predicate(t: &TagFilter, depth: usize) -> Option<Query> {
     let mut base = Query::new("");
     let mut preds = Vec::new();
@@ -427,15 +446,29 @@ fn tag_predicate(t: &TagFilter, depth: usize) -> Option<Query> {
             preds.push(format!("{negate}{func}({TAGS}, [{p}])"));
         }
     }
-    let mut parts = Vec::new();
-    if !preds.is_empty() {
+    let base = (!preds.is_empty()).then(|| {
         base.text = format!("({})", preds.join(" AND "));
-        parts.push(base);
-    }
-    if depth < MAX_TAG_OR_DEPTH {
-        for alt in &t.or {
+        base
+    });
+    disjunction(base, &t.or, depth, &tag_predicate)
+}
+
+/// One filter level at `depth`: its own conjunction `base` OR-ed with each alternative
+/// rendered by `each` at `depth + 1`; `None` when it restricts nothing (no conjunction and no
+/// alternatives, or any alternative that restricts nothing). Alternatives below
+/// [`MAX_OR_DEPTH`] are dropped, as fetch-api did; the recursion is bounded by that depth
+/// whatever the input.
+fn disjunction<T>(
+    base: Option<Query>,
+    alternatives: &[T],
+    depth: usize,
+    each: &dyn Fn(&T, usize) -> Option<Query>,
+) -> Option<Query> {
+    let mut parts: Vec<Query> = base.into_iter().collect();
+    if depth < MAX_OR_DEPTH {
+        for alt in alternatives {
             // An alternative that restricts nothing makes the whole disjunction true.
-            parts.push(tag_predicate(alt, depth + 1)?);
+            parts.push(each(alt, depth + 1)?);
         }
     }
     if parts.len() <= 1 {
@@ -592,6 +625,52 @@ mod tests {
     }
 
     #[test]
+    fn string_alternatives_render_parameterized() {
+        let source = StringFilter {
+            exclude: vec!["b".into()],
+            or: vec![
+                StringFilter::eq("c"),
+                StringFilter {
+                    or: vec![StringFilter::any_of(["d", "e"])],
+                    ..StringFilter::default()
+                },
+            ],
+            ..StringFilter::eq("a")
+        };
+        let q = rendered(&Filter {
+            source,
+            voiding: Voiding::None,
+            ..Filter::default()
+        });
+        assert_eq!(
+            q.text,
+            " AND ((r.source IN (?) AND r.source NOT IN (?)) OR r.source IN (?) OR r.source IN (?, ?))"
+        );
+        assert_eq!(texts(&q), ["a", "b", "c", "d", "e"]);
+        // An alternative that restricts nothing: no restriction on the column.
+        let open = StringFilter {
+            or: vec![StringFilter::default()],
+            ..StringFilter::eq("a")
+        };
+        assert!(string_predicate("r.id", &open, 0).is_none());
+        // A subject filter with alternatives is not a confined scope: the tombstone scan is
+        // not pruned to its `in` list.
+        let widened = rendered(&Filter {
+            subject: StringFilter {
+                or: vec![StringFilter::eq("did:t")],
+                ..StringFilter::eq("did:s")
+            },
+            ..Filter::default()
+        });
+        assert!(
+            widened.text.ends_with("t.voids_id = r.id)"),
+            "{}",
+            widened.text
+        );
+        assert_eq!(texts(&widened), ["did:s", "did:t"]);
+    }
+
+    #[test]
     fn tag_alternatives_render_parameterized() {
         assert!(tag_predicate(&TagFilter::default(), 0).is_none());
         let f = TagFilter {
@@ -645,10 +724,10 @@ mod tests {
             ..any(&[(8 - i).to_string().as_str()])
         });
         let q = tag_predicate(&chain, 0).unwrap();
-        let kept: Vec<String> = (0..=MAX_TAG_OR_DEPTH).map(|d| d.to_string()).collect();
+        let kept: Vec<String> = (0..=MAX_OR_DEPTH).map(|d| d.to_string()).collect();
         assert_eq!(texts(&q), kept);
         // A dropped empty alternative does not make the disjunction true.
-        let deep_empty = (0..MAX_TAG_OR_DEPTH).fold(
+        let deep_empty = (0..MAX_OR_DEPTH).fold(
             TagFilter {
                 or: vec![TagFilter::default()],
                 ..any(&["x"])
@@ -659,6 +738,6 @@ mod tests {
             },
         );
         let q = tag_predicate(&deep_empty, 0).unwrap();
-        assert_eq!(q.params.len(), MAX_TAG_OR_DEPTH + 1);
+        assert_eq!(q.params.len(), MAX_OR_DEPTH + 1);
     }
 }

@@ -7,17 +7,22 @@ use crate::payload::Payloads;
 use crate::service::FetchApi;
 use auth::{AuthSettings, GrpcAuthenticator};
 use proto::grpc::fetch_service_server::FetchServiceServer;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 /// Largest gRPC message sent or received (§4.2).
 pub const MAX_MESSAGE_BYTES: usize = 50 << 20;
 /// Local listener port.
 pub const PORT_GRPC: &str = "PORT_GRPC";
+/// Local listener address (an IP); `make demo` binds 127.0.0.1.
+pub const HOST_GRPC: &str = "HOST_GRPC";
 /// Port when `PORT_GRPC` is unset (Go dq's `GRPC_PORT` default).
 pub const DEFAULT_PORT_GRPC: u16 = 8086;
 /// Calls in flight at once; 0 or unset = unlimited (§6.2).
 pub const MAX_CONCURRENT_REQUESTS: &str = "MAX_CONCURRENT_REQUESTS";
+/// The server's maximum call deadline, a Go duration (default `30s`): the deadline of calls
+/// without `grpc-timeout`, and the cap of the ones a client asks for.
+pub const FETCH_MAX_DEADLINE: &str = "FETCH_MAX_DEADLINE";
 
 /// The FetchService router: gRPC and gRPC-web on the same routes, 50 MiB messages.
 pub fn router(api: FetchApi) -> axum::Router {
@@ -75,10 +80,10 @@ pub enum StartError {
     Http(String),
 }
 
-/// The listen address from `PORT_GRPC` (all interfaces).
+/// The listen address from `HOST_GRPC` (default all interfaces, `0.0.0.0`) and `PORT_GRPC`.
 ///
 /// # Errors
-/// [`StartError::Setting`] for a value that is not a port.
+/// [`StartError::Setting`] for a value that is not an IP address or a port.
 pub fn listen_addr() -> Result<SocketAddr, StartError> {
     let port = match env(PORT_GRPC) {
         None => DEFAULT_PORT_GRPC,
@@ -87,7 +92,14 @@ pub fn listen_addr() -> Result<SocketAddr, StartError> {
             reason: "must be a port number".into(),
         })?,
     };
-    Ok(SocketAddr::from(([0, 0, 0, 0], port)))
+    let host: IpAddr = match env(HOST_GRPC) {
+        None => Ipv4Addr::UNSPECIFIED.into(),
+        Some(v) => v.parse().map_err(|_| StartError::Setting {
+            key: HOST_GRPC,
+            reason: "must be an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)".into(),
+        })?,
+    };
+    Ok(SocketAddr::new(host, port))
 }
 
 fn env(key: &str) -> Option<String> {
@@ -100,18 +112,36 @@ fn env(key: &str) -> Option<String> {
 /// Assembles the service from the environment: `DUCKLAKE_*`/`DUCKDB_*` (lake), `BLOB_*` and
 /// `S3_*` (blob store; none without `BLOB_BUCKET`), the auth settings (`TOKEN_EXCHANGE_*`,
 /// `FETCH_GRPC_REQUIRE_JWT`, `FETCH_IAM_ALLOWED_CALLERS`, `FETCH_GRPC_TRUST_UNAUTHENTICATED`,
-/// `IDENTITY_API_URL`) and `MAX_CONCURRENT_REQUESTS`.
+/// `IDENTITY_API_URL`), `MAX_CONCURRENT_REQUESTS` and `FETCH_MAX_DEADLINE`.
+///
+/// `listener` is the local listener's address ([`listen_addr`]), `None` inside Lambda (the
+/// Runtime API serves; the local trust setting is refused there).
 ///
 /// # Errors
 /// [`StartError`] naming what is wrong.
-pub async fn api_from_env() -> Result<FetchApi, StartError> {
+pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, StartError> {
     let settings = AuthSettings::from_env()?;
+    if let Some(addr) = listener {
+        settings.check_listener(addr)?;
+    }
     let max_concurrent = match env(MAX_CONCURRENT_REQUESTS) {
         None => 0,
         Some(v) => v.parse().map_err(|_| StartError::Setting {
             key: MAX_CONCURRENT_REQUESTS,
             reason: "must be a non-negative integer".into(),
         })?,
+    };
+    let max_deadline = match env(FETCH_MAX_DEADLINE) {
+        None => crate::service::DEFAULT_DEADLINE,
+        Some(v) => dq_cloudevent::duration::parse_go_duration_us(&v)
+            .ok()
+            .and_then(|us| u64::try_from(us).ok())
+            .filter(|us| *us > 0)
+            .map(std::time::Duration::from_micros)
+            .ok_or_else(|| StartError::Setting {
+                key: FETCH_MAX_DEADLINE,
+                reason: format!("{v:?} is not a positive Go duration (e.g. `30s`)"),
+            })?,
     };
     let blob_cfg = blob::BlobConfig::from_env();
     let store = if blob_cfg.bucket.is_empty() {
@@ -135,7 +165,8 @@ pub async fn api_from_env() -> Result<FetchApi, StartError> {
         .with_allow_list(settings.iam_allowed_callers.clone())
         .trust_unauthenticated(settings.grpc_trust_unauthenticated);
     let mut api = FetchApi::new(Arc::new(Db::new(lake)), Payloads::new(store), authenticator)
-        .with_concurrency_limit(max_concurrent);
+        .with_concurrency_limit(max_concurrent)
+        .with_max_deadline(max_deadline);
     if let Some(url) = settings.identity_api_url.clone() {
         api = api.with_device_links(Arc::new(auth::remote::IdentityApi::new(http, url)));
     }

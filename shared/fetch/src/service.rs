@@ -1,6 +1,6 @@
 //! `grpc.FetchService` (dq-query.md §4.2, §4.3, §5.5): per call, the in-flight limit, the
-//! deadline (the client's `grpc-timeout`, else 30 s), authentication, then per-RPC subject
-//! authorization before any query.
+//! deadline (the client's `grpc-timeout` up to the server's maximum, 30 s by default),
+//! authentication, then per-RPC subject authorization before any query.
 
 use crate::convert::{
     effective_options, event_to_proto, filter_from_advanced, index_from_proto, index_to_proto,
@@ -28,7 +28,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tonic::{Code, Request, Response, Status};
 
-/// Deadline of a call whose client sent none.
+/// The server's maximum deadline unless [`FetchApi::with_max_deadline`] sets another: the
+/// deadline of a call whose client sent none, and the cap of a client's `grpc-timeout`.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a call waits for an in-flight slot before RESOURCE_EXHAUSTED.
 pub const ADMISSION_WAIT: Duration = Duration::from_millis(100);
@@ -47,7 +48,7 @@ pub struct FetchApi {
     auth: Arc<GrpcAuthenticator>,
     links: Option<Arc<dyn DeviceLinks>>,
     limiter: Option<Arc<Semaphore>>,
-    default_deadline: Duration,
+    max_deadline: Duration,
 }
 
 impl std::fmt::Debug for FetchApi {
@@ -55,7 +56,7 @@ impl std::fmt::Debug for FetchApi {
         f.debug_struct("FetchApi")
             .field("payloads", &self.payloads)
             .field("auth", &self.auth)
-            .field("default_deadline", &self.default_deadline)
+            .field("max_deadline", &self.max_deadline)
             .finish_non_exhaustive()
     }
 }
@@ -90,7 +91,7 @@ impl FetchApi {
             auth: Arc::new(auth),
             links: None,
             limiter: None,
-            default_deadline: DEFAULT_DEADLINE,
+            max_deadline: DEFAULT_DEADLINE,
         }
     }
 
@@ -106,9 +107,10 @@ impl FetchApi {
         self
     }
 
-    /// The deadline of calls that send no `grpc-timeout`.
-    pub fn with_default_deadline(mut self, d: Duration) -> FetchApi {
-        self.default_deadline = d;
+    /// The server's maximum deadline (`FETCH_MAX_DEADLINE`): the deadline of calls
+    /// that send no `grpc-timeout`, and the cap of those that do.
+    pub fn with_max_deadline(mut self, d: Duration) -> FetchApi {
+        self.max_deadline = d;
         self
     }
 
@@ -132,13 +134,13 @@ impl FetchApi {
                     })?,
             ),
         };
+        // A client may send up to 99999999 hours: it gets at most the server's maximum.
         let budget = request
             .metadata()
             .get("grpc-timeout")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_grpc_timeout)
-            .unwrap_or(self.default_deadline);
-        // A client may send up to 99999999 hours: saturate rather than overflow.
+            .map_or(self.max_deadline, |asked| asked.min(self.max_deadline));
         let deadline = Instant::now()
             .checked_add(budget)
             .unwrap_or_else(|| Instant::now() + DEFAULT_DEADLINE);
@@ -171,7 +173,7 @@ impl FetchApi {
 
     /// §5.5: authorizes the search's subjects and, for a token, REPLACES the subject filter by
     /// exactly the authorized DIDs (client `not_in`/`or` on subject dropped); then builds the
-    /// filter, refusing `or` clauses.
+    /// filter.
     async fn scoped_filter(
         &self,
         call: &Call,
@@ -212,12 +214,23 @@ fn auth_status(e: &AuthError) -> Status {
 }
 
 /// Maps a search failure to the RPC's status (§4.3): NOT_FOUND with `not_found` for an empty
-/// result, INTERNAL with the `internal` context otherwise.
-fn status(e: FetchError, not_found: impl FnOnce(&FetchError) -> String, internal: &str) -> Status {
+/// result, INVALID_ARGUMENT for options the service does not serve, INTERNAL with the
+/// `context` otherwise.
+fn status(e: FetchError, not_found: impl FnOnce(&FetchError) -> String, context: &str) -> Status {
     match e {
         FetchError::NotFound => Status::not_found(not_found(&e)),
-        _ => Status::internal(format!("{internal}: {e}")),
+        FetchError::InvalidFilter(_) => Status::invalid_argument(e.to_string()),
+        _ => internal(context, &e),
     }
+}
+
+/// INTERNAL `<context>: <the client's text>`; the detail of an internal failure (catalog host,
+/// bucket, key, S3's answer) goes to the log, already redacted, never to the client.
+fn internal(context: &str, e: &FetchError) -> Status {
+    if e.is_internal() {
+        tracing::error!(context, error = %e, "FetchService call failed");
+    }
+    Status::internal(format!("{context}: {}", e.client_message()))
 }
 
 /// Parses a `grpc-timeout` header: up to 8 digits and a unit (H, M, S, m, u, n).
@@ -317,7 +330,7 @@ impl FetchService for FetchApi {
                 .resolve(&self.db, std::slice::from_ref(&index))
                 .await
                 .and_then(|mut events| events.pop().ok_or(FetchError::NotFound))
-                .map_err(|e| Status::internal(format!("failed to get latest object: {e}")))?;
+                .map_err(|e| internal("failed to get latest object", &e))?;
             Ok(Response::new(GetLatestCloudEventResponse {
                 cloud_event: Some(event_to_proto(event)),
             }))
@@ -354,7 +367,7 @@ impl FetchService for FetchApi {
                 .await
                 .map_err(|e| match e {
                     // A row voided between search and resolution is not "no match".
-                    FetchError::NotFound => Status::internal(format!("failed to get objects: {e}")),
+                    FetchError::NotFound => internal("failed to get objects", &e),
                     e => fail(e),
                 })?;
             Ok(Response::new(ListCloudEventsResponse {
@@ -374,7 +387,7 @@ impl FetchService for FetchApi {
                 FetchError::TooManyIndexes(_) | FetchError::InvalidIndexKey => {
                     Status::invalid_argument(e.to_string())
                 }
-                e => Status::internal(format!("failed to get objects: {e}")),
+                e => internal("failed to get objects", &e),
             };
             if req.indexes.len() > MAX_INDEXES {
                 return Err(fail(FetchError::TooManyIndexes(req.indexes.len())));

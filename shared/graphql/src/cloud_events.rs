@@ -123,9 +123,23 @@ async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
     Ok(filter)
 }
 
-fn fetch_error(e: fetch::FetchError) -> Error {
-    // Event-service errors reach the client un-wrapped (§4.7).
-    Error::new(e.to_string())
+/// A cloud-event read failure as the dialect answers it. Errors about the request (no match,
+/// the payload budget) keep their text (§4.7). A lake or blob-store failure answers the
+/// shared generic text ([`FetchError::client_message`]: `failed to query db`, or the blob
+/// store's S3 code) — with INTERNAL_SERVER_ERROR in the dq dialect, like the signal fields,
+/// and bare in the fetch dialect, which had no codes (dialects.md §5.3) — and its detail
+/// (catalog host and user, bucket, key) goes to the log only.
+fn fetch_error(ctx: &ResolverContext<'_>, e: FetchError) -> Error {
+    if !e.is_internal() {
+        return Error::new(e.to_string());
+    }
+    match Dialect::of(ctx.ctx) {
+        Dialect::Fetch => {
+            tracing::error!(error = %e, "cloud-event read failed");
+            Error::new(e.client_message())
+        }
+        _ => crate::errors::backend(e.client_message(), &e),
+    }
 }
 
 fn s(v: &str) -> Value {
@@ -198,7 +212,7 @@ async fn to_values(
             (Some(key), Some(store)) => store
                 .presign_get(key, PRESIGN_TTL)
                 .await
-                .map_err(|e| Error::new(e.to_string()))?,
+                .map_err(|e| fetch_error(ctx, FetchError::Blob(e)))?,
             _ => None,
         };
         urls.push(url);
@@ -213,7 +227,7 @@ async fn to_values(
         b.payloads
             .resolve_with(&b.db, &inline, voiding)
             .await
-            .map_err(fetch_error)?
+            .map_err(|e| fetch_error(ctx, e))?
             .into_iter()
     } else {
         Vec::new().into_iter()
@@ -262,7 +276,7 @@ async fn search(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Vec<Index>>
         .db
         .read(move |r| r.search(&filter, limit))
         .await
-        .map_err(fetch_error)
+        .map_err(|e| fetch_error(ctx, e))
 }
 
 /// The newest match; `None` when there is none.
@@ -270,7 +284,7 @@ async fn latest(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Option<Inde
     match backend(ctx)?.db.read(move |r| r.latest(&filter)).await {
         Ok(index) => Ok(Some(index)),
         Err(FetchError::NotFound) => Ok(None),
-        Err(e) => Err(fetch_error(e)),
+        Err(e) => Err(fetch_error(ctx, e)),
     }
 }
 
@@ -284,7 +298,7 @@ pub async fn latest_cloud_event(ctx: &ResolverContext<'_>) -> Result<Option<Fiel
         if Dialect::of(ctx.ctx) == Dialect::Fetch {
             return Ok(None);
         }
-        return Err(fetch_error(FetchError::NotFound));
+        return Err(fetch_error(ctx, FetchError::NotFound));
     };
     let mut values = to_values(ctx, vec![index], voiding).await?;
     Ok(values.pop().map(FieldValue::value))
@@ -327,7 +341,7 @@ pub async fn available_types(ctx: &ResolverContext<'_>) -> Result<Option<FieldVa
         .db
         .read(move |r| r.type_summaries(&filter))
         .await
-        .map_err(fetch_error)?;
+        .map_err(|e| fetch_error(ctx, e))?;
     let values = summaries
         .into_iter()
         .map(|t| {

@@ -42,15 +42,15 @@ pub fn from_query(e: query::Error) -> Error {
         query::Error::InvalidArgument(_) | query::Error::BadRequest(_) => {
             bad_request(e.to_string())
         }
-        query::Error::Database { .. } => {
-            tracing::error!(error = %e, "lake read failed");
-            coded(
-                "failed to query db",
-                "INTERNAL_SERVER_ERROR",
-                "Internal Server Error",
-            )
-        }
+        query::Error::Database { .. } => backend(fetch::error::DB_FAILURE, &e),
     }
+}
+
+/// A backend failure (lake, blob store) as the dq and telemetry dialects answer it: the
+/// generic `message` with INTERNAL_SERVER_ERROR; the cause goes to the log only.
+pub fn backend(message: impl Into<String>, cause: &dyn std::fmt::Display) -> Error {
+    tracing::error!(error = %cause, "backend failure");
+    coded(message, "INTERNAL_SERVER_ERROR", "Internal Server Error")
 }
 
 /// An auth rule's failure in the dialect's text; no extensions except where the dialect's
@@ -66,12 +66,7 @@ pub fn from_auth(dialect: Dialect, e: &auth::AuthError) -> Error {
 /// telemetry's backend failure of `attestations` / `vinVCLatest` (dialects.md §2.5, §2.6);
 /// the cause goes to the log only.
 pub fn internal(cause: &dyn std::fmt::Display) -> Error {
-    tracing::error!(error = %cause, "telemetry operation failed");
-    coded(
-        "internal error",
-        "INTERNAL_SERVER_ERROR",
-        "Internal Server Error",
-    )
+    backend("internal error", cause)
 }
 
 #[cfg(test)]

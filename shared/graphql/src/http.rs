@@ -1,4 +1,4 @@
-//! The HTTP surface (dq-query.md §6, dialects.md §5.1) of one dialect: `/query` (POST and GET),
+//! The HTTP surface (dq-query.md §6, dialects.md §5.1) of one dialect: `/query` (POST and GET), `/mcp`,
 //! the playground at `/` (any other path), `/ready`; the auth chain of §6.2 (global limiter → timeout → JWT → per-subject
 //! limiter), the 4 MiB body cap and the error shapes of §5.1/§6.3.
 
@@ -40,7 +40,16 @@ pub struct Limits {
     pub max_concurrent: usize,
     /// `MAX_CONCURRENT_REQUESTS_PER_SUBJECT` (0 = off).
     pub max_concurrent_per_subject: usize,
+    /// `MAX_CONCURRENT_STATEMENTS_PER_REQUEST` (default 4, 1–1000): how many root fields of
+    /// one request run their SQL at once; the others wait for a slot.
+    pub max_statements_per_request: usize,
 }
+
+/// `MAX_CONCURRENT_STATEMENTS_PER_REQUEST`'s default: under the engine's six pooled connections,
+/// so one request cannot take them all.
+pub const DEFAULT_STATEMENTS_PER_REQUEST: usize = 4;
+/// Its largest accepted value (a request names at most ten root fields anyway).
+pub const MAX_STATEMENTS_PER_REQUEST: usize = 1000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -48,6 +57,7 @@ impl Default for Limits {
             max_request_duration: Duration::from_secs(300),
             max_concurrent: 0,
             max_concurrent_per_subject: 0,
+            max_statements_per_request: DEFAULT_STATEMENTS_PER_REQUEST,
         }
     }
 }
@@ -56,7 +66,8 @@ impl Limits {
     /// Reads the limits from `lookup` (the environment in production).
     ///
     /// # Errors
-    /// An unparsable or non-positive duration, or a non-numeric limit.
+    /// An unparsable or non-positive duration, a non-numeric limit, or a statement bound out of
+    /// range.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Limits, String> {
         let mut limits = Limits::default();
         if let Some(d) = lookup("MAX_REQUEST_DURATION").filter(|s| !s.trim().is_empty()) {
@@ -68,17 +79,27 @@ impl Limits {
                 .ok_or("MAX_REQUEST_DURATION must be positive")?;
             limits.max_request_duration = Duration::from_micros(us);
         }
-        let count = |key: &str| -> Result<usize, String> {
-            match lookup(key).filter(|s| !s.trim().is_empty()) {
-                None => Ok(0),
-                Some(v) => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{key} must be a non-negative integer")),
-            }
+        let count = |key: &str| -> Result<Option<usize>, String> {
+            lookup(key)
+                .filter(|s| !s.trim().is_empty())
+                .map(|v| {
+                    v.trim()
+                        .parse()
+                        .map_err(|_| format!("{key} must be a non-negative integer"))
+                })
+                .transpose()
         };
-        limits.max_concurrent = count("MAX_CONCURRENT_REQUESTS")?;
-        limits.max_concurrent_per_subject = count("MAX_CONCURRENT_REQUESTS_PER_SUBJECT")?;
+        limits.max_concurrent = count("MAX_CONCURRENT_REQUESTS")?.unwrap_or(0);
+        limits.max_concurrent_per_subject =
+            count("MAX_CONCURRENT_REQUESTS_PER_SUBJECT")?.unwrap_or(0);
+        if let Some(n) = count("MAX_CONCURRENT_STATEMENTS_PER_REQUEST")? {
+            if !(1..=MAX_STATEMENTS_PER_REQUEST).contains(&n) {
+                return Err(format!(
+                    "MAX_CONCURRENT_STATEMENTS_PER_REQUEST must be between 1 and {MAX_STATEMENTS_PER_REQUEST}"
+                ));
+            }
+            limits.max_statements_per_request = n;
+        }
         Ok(limits)
     }
 }
@@ -163,6 +184,38 @@ impl Limiter {
             limiter: self,
             key: key.to_string(),
         }))
+    }
+}
+
+/// The SQL statements one request may run at once, as request data: every root resolver holds a
+/// slot while it runs (a request's root fields are resolved concurrently).
+#[derive(Debug, Clone)]
+pub struct StatementSlots(Arc<Semaphore>);
+
+impl StatementSlots {
+    /// `n` slots, held to the accepted range of `MAX_CONCURRENT_STATEMENTS_PER_REQUEST` (0 slots
+    /// would stall every root field until the deadline).
+    pub fn new(n: usize) -> StatementSlots {
+        let n = n.clamp(1, MAX_STATEMENTS_PER_REQUEST);
+        StatementSlots(Arc::new(Semaphore::new(n)))
+    }
+
+    /// Waits for a slot of the request (the request deadline bounds the wait); a schema executed
+    /// without slots (a test driving it directly) is not bounded.
+    ///
+    /// # Errors
+    /// The semaphore was closed (never done).
+    pub async fn acquire(
+        ctx: &async_graphql::Context<'_>,
+    ) -> async_graphql::Result<Option<OwnedSemaphorePermit>> {
+        let Some(slots) = ctx.data_opt::<StatementSlots>() else {
+            return Ok(None);
+        };
+        Arc::clone(&slots.0)
+            .acquire_owned()
+            .await
+            .map(Some)
+            .map_err(|e| async_graphql::Error::new(format!("statement slots: {e}")))
     }
 }
 
@@ -273,10 +326,12 @@ pub fn share_lake(lake: lake::Lake) -> (Engine, Arc<fetch::Db>) {
     )
 }
 
-/// The router: `/query`, `/ready`, playground everywhere else.
+/// The router: `/query`, `/mcp` (module `mcp`), `/ready`, playground everywhere else.
 pub fn router(state: Arc<AppState>) -> Router {
+    let mcp = crate::mcp::service(Arc::clone(&state), state.dialect, state.schema.clone());
     Router::new()
         .route("/query", get(graphql).post(graphql).options(options))
+        .route_service("/mcp", mcp)
         .route("/ready", get(ready))
         .fallback(playground)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -312,7 +367,8 @@ fn json_message(status: u16, message: String) -> Response {
         .into_response()
 }
 
-fn parse_request(
+/// The GraphQL request of a `/query` call (also read by [`crate::shadow`]).
+pub(crate) fn parse_request(
     method: &Method,
     uri: &Uri,
     body: &Bytes,
@@ -335,7 +391,7 @@ fn source_ip(headers: &HeaderMap) -> &str {
 }
 
 /// `/query`: the §6.2 chain around one execution; a panic becomes a plain 500.
-async fn graphql(
+pub(crate) async fn graphql(
     State(state): State<Arc<AppState>>,
     method: Method,
     uri: Uri,
@@ -420,6 +476,7 @@ async fn handle_query(
         .data(Caller(principal))
         .data(Deadline(deadline))
         .data(Arc::clone(&executed))
+        .data(StatementSlots::new(state.limits.max_statements_per_request))
         .data(Arc::clone(&state.engine));
     if let Some(ce) = &state.cloud_events {
         request = request.data(Arc::clone(ce));
@@ -545,6 +602,15 @@ mod tests {
                 l.max_concurrent_per_subject
             ),
             (Duration::from_secs(30), 16, 8)
+        );
+        assert_eq!(
+            Limits::from_lookup(env(&[("MAX_CONCURRENT_STATEMENTS_PER_REQUEST", "2")]))
+                .map(|l| l.max_statements_per_request),
+            Ok(2)
+        );
+        assert_eq!(
+            Limits::from_lookup(env(&[("MAX_CONCURRENT_STATEMENTS_PER_REQUEST", "0")])),
+            Err("MAX_CONCURRENT_STATEMENTS_PER_REQUEST must be between 1 and 1000".to_string())
         );
         assert!(Limits::from_lookup(env(&[("MAX_REQUEST_DURATION", "0s")])).is_err());
         assert!(Limits::from_lookup(env(&[("MAX_REQUEST_DURATION", "soon")])).is_err());

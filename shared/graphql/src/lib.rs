@@ -16,16 +16,24 @@
 //! - [`cloud_events`]: the raw cloud-event queries (over the `fetch` crate) and identity-api.
 //! - [`telemetry`]: telemetry's `attestations` and `vinVCLatest`.
 //! - [`http`]: the router, limits, readiness.
+//! - [`mcp`]: `/mcp`, MCP Streamable HTTP (tools over the same schema and auth chain).
+//! - [`complexity`]: the cost bounds of a document (score, introspection depth).
+//! - [`directives`]: the declarations of the directives the schemas apply (SDL, introspection).
+//! - [`shadow`]: shadow mode, live requests re-sent to a reference and compared (cutover gate).
 //! - [`scalars`], [`errors`]: wire formats and error shapes.
 #![warn(missing_docs)]
 
 pub mod cloud_events;
+pub mod complexity;
 pub mod dialect;
+pub mod directives;
 pub mod errors;
 pub mod http;
+pub mod mcp;
 pub mod resolvers;
 pub mod scalars;
 pub mod schema;
+pub mod shadow;
 pub mod telemetry;
 
 pub use dialect::{Dialect, DialectSettings};

@@ -9,7 +9,7 @@ use crate::errors;
 use crate::scalars::{parse_time_us, time_value};
 use crate::schema::COORDINATES;
 use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
-use async_graphql::{Context, Error, Number, Result, Value};
+use async_graphql::{Context, Error, Number, PathSegment, Result, Value};
 use auth::authz::APPROXIMATE_LOCATION_SIGNAL;
 use auth::{Principal, Privilege};
 use dq_signals::ValueKind;
@@ -27,7 +27,7 @@ use query::segments::{
     DailyActivityRequest, Mechanism, SegmentConfig, SegmentConfigInput, SegmentsRequest, Ts,
 };
 use query::Engine;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// `events` requires both history privileges (§1.2).
@@ -72,13 +72,14 @@ pub(crate) fn caller<'a>(ctx: &Context<'a>) -> Option<&'a Principal> {
     ctx.data_opt::<Caller>().and_then(|c| c.0.as_ref())
 }
 
-/// Runs a blocking engine call on the blocking pool, bounded by the request deadline.
+/// Runs a blocking engine call on the blocking pool, bounded by the request deadline; its
+/// DuckDB statements are interrupted when the deadline passes or the request is dropped.
 async fn run<T: Send + 'static>(
     ctx: &Context<'_>,
     f: impl FnOnce(&Engine) -> query::Result<T> + Send + 'static,
 ) -> Result<T> {
     let engine = Arc::clone(ctx.data::<Arc<Engine>>()?);
-    let task = tokio::task::spawn_blocking(move || f(&engine));
+    let task = lake::interruptible(move || f(&engine));
     let joined = match ctx.data_opt::<Deadline>() {
         Some(d) => tokio::time::timeout_at(d.0, task)
             .await
@@ -398,7 +399,89 @@ fn location_agg(s: &str) -> LocationAgg {
 // signals
 // ------------------------------------------------------------------------------------------
 
-/// `signals`: one aggregation request per aliased signal child field, one SQL statement.
+/// One aliased signal child of `signals`, before it joins the statement.
+#[derive(Clone)]
+enum AliasRequest {
+    Float(FloatRequest),
+    String(StringRequest),
+    Location(LocationRequest),
+    /// The approximate location: the exact coordinates, coarsened per bucket.
+    Approximate(LocationRequest),
+}
+
+impl AliasRequest {
+    /// Appends the request to `req`; returns where its answer will live in a bucket.
+    fn push(self, req: &mut AggregateRequest) -> Slot {
+        match self {
+            AliasRequest::Float(r) => {
+                req.floats.push(r);
+                Slot::Float(req.floats.len() - 1)
+            }
+            AliasRequest::String(r) => {
+                req.strings.push(r);
+                Slot::String(req.strings.len() - 1)
+            }
+            AliasRequest::Location(r) => {
+                req.locations.push(r);
+                Slot::Location(req.locations.len() - 1)
+            }
+            AliasRequest::Approximate(r) => {
+                req.locations.push(r);
+                Slot::Approximate(req.locations.len() - 1)
+            }
+        }
+    }
+}
+
+/// The aggregation a `SignalAggregations` child asks for; `None` for `timestamp` and
+/// `__typename`.
+fn alias_request(child: &async_graphql::SelectionField<'_>) -> Result<Option<AliasRequest>> {
+    let name = child.name();
+    let kind = if name == APPROXIMATE_LOCATION_SIGNAL {
+        None
+    } else {
+        match dq_signals::signal(name) {
+            Some(def) => Some(def.kind),
+            None => return Ok(None),
+        }
+    };
+    let args: HashMap<String, Value> = child
+        .arguments()?
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
+    let agg = enum_arg(&args, "agg")?;
+    let filter = args.get("filter").filter(|v| **v != Value::Null);
+    Ok(Some(match kind {
+        None => AliasRequest::Approximate(LocationRequest {
+            name: COORDINATES.into(),
+            agg: location_agg(agg),
+            filter: None,
+        }),
+        Some(ValueKind::Number) => AliasRequest::Float(FloatRequest {
+            name: name.into(),
+            agg: float_agg(agg),
+            filter: filter.map(float_filter).transpose()?,
+        }),
+        Some(ValueKind::String) => AliasRequest::String(StringRequest {
+            name: name.into(),
+            agg: string_agg(agg),
+        }),
+        Some(ValueKind::Location) => AliasRequest::Location(LocationRequest {
+            name: name.into(),
+            agg: location_agg(agg),
+            filter: filter.map(location_filter).transpose()?,
+        }),
+    }))
+}
+
+/// `signals`: one aggregation request per aliased signal child field the caller may read, one
+/// SQL statement.
+///
+/// Privileges are checked before the statement is built: an alias the caller may not read
+/// stays out of it, because its filter decides which buckets exist (a geofence or a speed
+/// threshold would otherwise leak through the surviving `timestamp`s). Its field still
+/// answers with its privilege error in every bucket the readable aliases produce.
 pub async fn signals(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
     let subject = vehicle(ctx, &[], TokenIdCheck::InvalidArgument)?;
     let interval = ctx.args.try_get("interval")?.string()?;
@@ -412,68 +495,41 @@ pub async fn signals(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'sta
         to_us: time_arg(&ctx.args, "to")?,
         ..AggregateRequest::default()
     };
+    // Every alias, readable or not, is validated as before: the answer to invalid input does
+    // not depend on the caller's privileges.
+    let mut checked = req.clone();
+    let principal = caller(ctx.ctx);
+    let mut keys = HashSet::new();
     let mut aliases = HashMap::new();
+    let mut denied = None;
     for child in ctx.ctx.field().selection_set() {
-        let name = child.name();
-        let key = child.alias().unwrap_or(name).to_string();
-        if aliases.contains_key(&key) {
+        let key = child.alias().unwrap_or(child.name()).to_string();
+        if keys.contains(&key) {
             continue;
         }
-        let kind = if name == APPROXIMATE_LOCATION_SIGNAL {
-            None
-        } else {
-            match dq_signals::signal(name) {
-                Some(def) => Some(def.kind),
-                // `timestamp`, `__typename`: not aggregations.
-                None => continue,
-            }
+        let Some(alias) = alias_request(&child)? else {
+            continue;
         };
-        let args: HashMap<String, Value> = child
-            .arguments()?
-            .into_iter()
-            .map(|(n, v)| (n.to_string(), v))
-            .collect();
-        let agg = enum_arg(&args, "agg")?;
-        let filter = args.get("filter").filter(|v| **v != Value::Null);
-        let slot = match kind {
-            None => {
-                req.locations.push(LocationRequest {
-                    name: COORDINATES.into(),
-                    agg: location_agg(agg),
-                    filter: None,
-                });
-                Slot::Approximate(req.locations.len() - 1)
+        keys.insert(key.clone());
+        alias.clone().push(&mut checked);
+        match auth::require_signal(principal, child.name()) {
+            Ok(()) => {
+                aliases.insert(key, alias.push(&mut req));
             }
-            Some(ValueKind::Number) => {
-                req.floats.push(FloatRequest {
-                    name: name.into(),
-                    agg: float_agg(agg),
-                    filter: filter.map(float_filter).transpose()?,
-                });
-                Slot::Float(req.floats.len() - 1)
+            Err(e) => {
+                denied.get_or_insert(e);
             }
-            Some(ValueKind::String) => {
-                req.strings.push(StringRequest {
-                    name: name.into(),
-                    agg: string_agg(agg),
-                });
-                Slot::String(req.strings.len() - 1)
-            }
-            Some(ValueKind::Location) => {
-                req.locations.push(LocationRequest {
-                    name: name.into(),
-                    agg: location_agg(agg),
-                    filter: filter.map(location_filter).transpose()?,
-                });
-                Slot::Location(req.locations.len() - 1)
-            }
-        };
-        aliases.insert(key, slot);
+        }
     }
     // Validation runs even when nothing is selected (the Go resolver validates first).
-    req.validate().map_err(errors::from_query)?;
+    checked.validate().map_err(errors::from_query)?;
     if aliases.is_empty() {
-        return Ok(None);
+        // Nothing readable: no statement runs (its buckets would come from forbidden signals
+        // alone), and the first forbidden field's error answers for the field.
+        return match denied {
+            Some(e) => Err(auth_error(ctx.ctx, &e)),
+            None => Ok(None),
+        };
     }
     let buckets = run(ctx.ctx, move |e| e.aggregate(&req)).await?;
     if buckets.is_empty() {
@@ -575,10 +631,15 @@ async fn list_rows(
     check: TokenIdCheck,
 ) -> Result<(String, Vec<LatestRow>)> {
     let subject = vehicle(ctx, &[], check)?;
-    let source = source_arg(&ctx.args)?.map(|s| query::lenient_source(&s));
-    let s = subject.clone();
-    let rows = run(ctx.ctx, move |e| e.latest_rows(&s, source.as_deref(), None)).await?;
+    let rows = subject_rows(ctx, &subject).await?;
     Ok((subject, rows))
+}
+
+/// The subject's latest rows, narrowed by `filter.source` (not validated).
+async fn subject_rows(ctx: &ResolverContext<'_>, subject: &str) -> Result<Vec<LatestRow>> {
+    let source = source_arg(&ctx.args)?.map(|s| query::lenient_source(&s));
+    let s = subject.to_string();
+    run(ctx.ctx, move |e| e.latest_rows(&s, source.as_deref(), None)).await
 }
 
 fn readable(ctx: &Context<'_>, name: &str) -> bool {
@@ -599,10 +660,49 @@ pub async fn available_signals(ctx: &ResolverContext<'_>) -> Result<Option<Field
     Ok(Some(FieldValue::list(names)))
 }
 
+/// The response keys under which the field's selection asks for child `name`.
+fn selected_keys(ctx: &ResolverContext<'_>, name: &str) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for child in ctx.ctx.field().selection_set() {
+        let key = child.alias().unwrap_or(child.name());
+        if child.name() == name && !keys.iter().any(|k| k == key) {
+            keys.push(key.to_string());
+        }
+    }
+    keys
+}
+
 /// `dataSummary`.
+///
+/// Event summaries are event data, so they take `events`' privileges: without them a selected
+/// `eventDataSummary` fails with `events`' error (at its own path; being non-null, it nulls
+/// the summary) before any SQL runs, and the overall `firstSeen` / `lastSeen` come from the
+/// signal rows alone, so they carry no event time.
 pub async fn data_summary(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let (subject, rows) = list_rows(ctx, TokenIdCheck::None).await?;
-    let events = run(ctx.ctx, move |e| e.event_summaries(&subject)).await?;
+    let subject = vehicle(ctx, &[], TokenIdCheck::None)?;
+    let events_allowed = match auth::require_all_of(caller(ctx.ctx), &EVENT_PRIVILEGES) {
+        Ok(()) => true,
+        Err(e) => {
+            let keys = selected_keys(ctx, "eventDataSummary");
+            if !keys.is_empty() {
+                for key in keys {
+                    let mut error = ctx.ctx.set_error_path(
+                        auth_error(ctx.ctx, &e).into_server_error(ctx.ctx.item.pos),
+                    );
+                    error.path.push(PathSegment::Field(key));
+                    ctx.ctx.add_error(error);
+                }
+                return Ok(None);
+            }
+            false
+        }
+    };
+    let rows = subject_rows(ctx, &subject).await?;
+    let events = if events_allowed {
+        run(ctx.ctx, move |e| e.event_summaries(&subject)).await?
+    } else {
+        Vec::new()
+    };
     let first = rows
         .iter()
         .map(|r| r.first_seen_us)
@@ -850,9 +950,11 @@ fn segment_agg(s: &str) -> Result<FloatAggregation> {
     })
 }
 
-fn signal_requests_arg(args: &ObjectAccessor<'_>) -> Result<Vec<SignalRequest>> {
-    let v = args.get("signalRequests").map(|a| a.as_value().clone());
-    list(v.as_ref())
+/// `signalRequests`. Each named signal's value reaches the answer, so it takes that signal
+/// field's privileges, checked here, before any SQL runs.
+fn signal_requests_arg(ctx: &ResolverContext<'_>) -> Result<Vec<SignalRequest>> {
+    let v = ctx.args.get("signalRequests").map(|a| a.as_value().clone());
+    let requests = list(v.as_ref())
         .iter()
         .map(|r| {
             let name = opt_string(r, "name").unwrap_or_default();
@@ -863,7 +965,20 @@ fn signal_requests_arg(args: &ObjectAccessor<'_>) -> Result<Vec<SignalRequest>> 
             };
             Ok(SignalRequest::new(name, agg))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    require_signal_requests(caller(ctx.ctx), &requests).map_err(|e| auth_error(ctx.ctx, &e))?;
+    Ok(requests)
+}
+
+/// Every requested signal must be readable by `caller` (names that are no signal pass: they
+/// select no rows).
+fn require_signal_requests(
+    caller: Option<&Principal>,
+    requests: &[SignalRequest],
+) -> std::result::Result<(), auth::AuthError> {
+    requests
+        .iter()
+        .try_for_each(|r| auth::require_signal(caller, &r.name))
 }
 
 fn event_names_arg(args: &ObjectAccessor<'_>) -> Vec<String> {
@@ -936,7 +1051,7 @@ pub async fn segments(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'st
             limit,
             after: optional_time(&ctx.args, "after")?.map(to_ts).transpose()?,
         },
-        signal_requests: signal_requests_arg(&ctx.args)?,
+        signal_requests: signal_requests_arg(ctx)?,
         event_names: event_names_arg(&ctx.args),
     };
     let now = chrono::Utc::now();
@@ -988,7 +1103,7 @@ pub async fn daily_activity(ctx: &ResolverContext<'_>) -> Result<Option<FieldVal
             config: config_arg(&ctx.args)?,
             timezone,
         },
-        signal_requests: signal_requests_arg(&ctx.args)?,
+        signal_requests: signal_requests_arg(ctx)?,
         event_names: event_names_arg(&ctx.args),
     };
     let now = chrono::Utc::now();
@@ -1016,4 +1131,45 @@ pub async fn daily_activity(ctx: &ResolverContext<'_>) -> Result<Option<FieldVal
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Some(FieldValue::list(values)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use auth::{AuthError, Permission, PermissionSet, TokenPrincipal};
+
+    fn holding(permissions: &[Permission]) -> Principal {
+        Principal::Token(TokenPrincipal {
+            token_subject: None,
+            asset: None,
+            permissions: permissions.iter().copied().collect::<PermissionSet>(),
+            cloud_events: None,
+            expires_at: 0,
+        })
+    }
+
+    #[test]
+    fn segment_signal_requests_need_their_signals_privileges() {
+        let non_location = holding(&[Permission::GetNonLocationHistory]);
+        let request = |name: &str| [SignalRequest::new(name, FloatAggregation::Max)];
+        assert_eq!(
+            require_signal_requests(Some(&non_location), &request("currentLocationCoordinates")),
+            Err(AuthError::MissingPrivilege {
+                missing: Permission::GetLocationHistory
+            })
+        );
+        assert!(matches!(
+            require_signal_requests(Some(&non_location), &request(APPROXIMATE_LOCATION_SIGNAL)),
+            Err(AuthError::MissingAnyPrivilege { .. })
+        ));
+        assert_eq!(
+            require_signal_requests(Some(&non_location), &request("speed")),
+            Ok(())
+        );
+        // Not a signal: no rows, nothing to protect.
+        assert_eq!(
+            require_signal_requests(Some(&non_location), &request("noSuchSignal")),
+            Ok(())
+        );
+    }
 }

@@ -8,7 +8,10 @@
 //! fields differ only in the vehicle argument and the dialect-only operations.
 
 use crate::cloud_events;
+use crate::complexity::QueryLimits;
 use crate::dialect::Dialect;
+use crate::directives;
+use crate::http::StatementSlots;
 use crate::resolvers;
 use crate::scalars;
 use crate::telemetry;
@@ -21,8 +24,16 @@ use auth::authz::{APPROXIMATE_LOCATION_PRIVILEGES, APPROXIMATE_LOCATION_SIGNAL};
 use dq_signals::{SignalDef, ValueKind, SIGNALS};
 use query::segments::Mechanism;
 
-/// Complexity limit (gqlgen FixedComplexityLimit(100)).
-pub const COMPLEXITY_LIMIT: usize = 100;
+/// The SDL of `schema` as committed (`schema/<dialect>.graphql`): async-graphql's export, then
+/// the declarations of the directives it applies ([`directives::applied`]).
+pub fn export_sdl(schema: &Schema) -> String {
+    let mut sdl = schema.sdl();
+    for declaration in directives::applied(&sdl) {
+        sdl.push_str(&declaration.sdl());
+        sdl.push('\n');
+    }
+    sdl
+}
 
 /// The stored signal every location request reads.
 pub const COORDINATES: &str = "currentLocationCoordinates";
@@ -538,24 +549,31 @@ fn vehicle_token() -> Directive {
     Directive::new("requiresVehicleToken")
 }
 
-/// A non-null root field: errors propagate (the response's `data` becomes null, §4.7).
+/// A non-null root field: errors propagate (the response's `data` becomes null, §4.7). Every
+/// root field runs SQL: it holds one of the request's [`StatementSlots`] while it runs.
 macro_rules! non_null_root {
     ($f:path) => {
         |ctx| {
             FieldFuture::new(async move {
                 resolvers::mark_executed(&ctx);
+                let _slot = StatementSlots::acquire(ctx.ctx).await?;
                 $f(&ctx).await
             })
         }
     };
 }
 
-/// A nullable root field: an error nulls only this field.
+/// A nullable root field: an error nulls only this field. Holds a statement slot as
+/// `non_null_root` does.
 macro_rules! nullable_root {
     ($f:path) => {
         |ctx| {
             FieldFuture::new(async move {
-                let r = $f(&ctx).await;
+                let r = async {
+                    let _slot = StatementSlots::acquire(ctx.ctx).await?;
+                    $f(&ctx).await
+                }
+                .await;
                 resolvers::nullable(&ctx, r)
             })
         }
@@ -885,5 +903,56 @@ pub fn build(
             register_fetch(register_cloud_event_types(builder.register(time_scalar())))
         }
     };
-    builder.limit_complexity(COMPLEXITY_LIMIT).finish()
+    // The declared directives answered in introspection are those the finished schema applies.
+    let declared = directives::DeclaredDirectives::default();
+    let schema = builder
+        .extension(QueryLimits)
+        .extension(declared.clone())
+        .finish()?;
+    declared.set(directives::applied(&schema.sdl()));
+    Ok(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_graphql::dynamic::ResolverContext;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static RUNNING: AtomicUsize = AtomicUsize::new(0);
+    static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+    /// A root resolver that records how many run at once.
+    async fn probe(_: &ResolverContext<'_>) -> async_graphql::Result<Option<FieldValue<'static>>> {
+        let now = RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+        PEAK.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        RUNNING.fetch_sub(1, Ordering::SeqCst);
+        Ok(Some(FieldValue::value(1)))
+    }
+
+    /// Issue 18 item 6: a request's root fields run at most its statement slots at once.
+    #[tokio::test]
+    async fn root_fields_share_the_request_statement_slots() {
+        let query = Object::new("Query")
+            .field(Field::new(
+                "nullable",
+                opt(TypeRef::INT),
+                nullable_root!(probe),
+            ))
+            .field(Field::new(
+                "strict",
+                nn(TypeRef::INT),
+                non_null_root!(probe),
+            ));
+        let schema = Schema::build("Query", None, None)
+            .register(query)
+            .finish()
+            .unwrap();
+        let doc = "{ a: nullable b: nullable c: nullable d: strict e: strict f: strict }";
+        let request = async_graphql::Request::new(doc).data(StatementSlots::new(2));
+        let response = schema.execute(request).await;
+        assert!(response.errors.is_empty(), "{:?}", response.errors);
+        assert_eq!(PEAK.load(Ordering::SeqCst), 2);
+    }
 }

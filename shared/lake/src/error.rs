@@ -45,6 +45,10 @@ pub enum Error {
         /// DuckDB's message with secrets masked.
         message: String,
     },
+    /// The request was given up (its deadline passed or its caller went away) before this read
+    /// started; see [`crate::interruptible`].
+    #[error("read not started: the request was given up (deadline passed or caller gone)")]
+    Interrupted,
     /// A filesystem operation failed.
     #[error("{context}: {source}")]
     Io {

@@ -11,12 +11,14 @@
 //! - [`progress`]: `meta.din_consumer_progress` (din's snapshot-expiry floor) and snapshots.
 //! - [`redact`]: masking of credentials in every error and log line.
 //! - [`retry`]: commit-conflict retry.
+//! - [`interruptible`]: a request's reads, interrupted when its caller gives up.
 //! - `testing` (feature): fresh lakes on both catalog backends for tests.
 #![warn(missing_docs)]
 
 pub mod catalog;
 pub mod config;
 mod error;
+mod interrupt;
 pub mod progress;
 pub mod raw;
 pub mod redact;
@@ -31,6 +33,7 @@ pub use catalog::Catalog;
 pub use config::{LakeConfig, S3Config};
 pub use duckdb;
 pub use error::{Error, Result};
+pub use interrupt::{given_up, interruptible};
 pub use redact::Redactor;
 pub use shared::{is_invalidated, Pool, Pooled, SharedLake};
 

@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+use crate::interrupt::{self, Registration};
 use crate::{Conn, Lake, Redactor, Result};
 
 /// DuckDB's message for an instance that must be reopened.
@@ -101,6 +102,8 @@ impl SharedLake {
 
 /// A connection checked out of a [`Pool`], tagged with the generation of its instance.
 pub struct Pooled {
+    // First, so it deregisters before the connection closes.
+    registration: Option<Registration>,
     conn: Conn,
     generation: u64,
 }
@@ -144,11 +147,26 @@ impl Pool {
     }
 
     /// An idle connection of the current instance, else a new one; idle connections of a
-    /// replaced instance are dropped, never handed out.
+    /// replaced instance are dropped, never handed out. Inside [`crate::interruptible`] the
+    /// connection is interrupted if the request is given up while it is checked out.
     ///
     /// # Errors
-    /// DuckDB errors, redacted.
+    /// DuckDB errors, redacted; [`crate::Error::Interrupted`] when the request was given up.
     pub fn checkout(&self) -> Result<Pooled> {
+        let mut pooled = self.take()?;
+        match interrupt::register(&pooled.conn) {
+            Ok(registration) => {
+                pooled.registration = registration;
+                Ok(pooled)
+            }
+            Err(e) => {
+                self.give_back(pooled, None);
+                Err(e)
+            }
+        }
+    }
+
+    fn take(&self) -> Result<Pooled> {
         let current = self.lake.generation();
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         idle.retain(|p| p.generation == current);
@@ -157,13 +175,19 @@ impl Pool {
         }
         drop(idle);
         let (conn, generation) = self.lake.connect()?;
-        Ok(Pooled { conn, generation })
+        Ok(Pooled {
+            registration: None,
+            conn,
+            generation,
+        })
     }
 
     /// Returns a connection after its statement; `error` is the statement's error text, if it
     /// failed. A connection whose instance was invalidated is dropped and the lake reopened, so
     /// the failed request is the only one that sees it.
-    pub fn give_back(&self, pooled: Pooled, error: Option<&str>) {
+    pub fn give_back(&self, mut pooled: Pooled, error: Option<&str>) {
+        // No longer the request's: its interrupts must not reach the connection's next user.
+        pooled.registration = None;
         if error.is_some_and(is_invalidated) {
             let generation = pooled.generation;
             drop(pooled);

@@ -10,7 +10,8 @@
 //! This crate owns the lease and its storage: a DynamoDB item written only with conditional
 //! writes, or, without AWS, an OS file lock next to the catalog. It does not own the catalog's
 //! cursor CAS, which stays the final guard of exactly-once; the lease prevents wasted work and
-//! gives a fencing token. It does not renew in the background either: the caller renews, so a
+//! gives a fencing token, which the materializer writes into the catalog's progress row in every
+//! window transaction (so the catalog, not this check, aborts a writer that lost the lease). It does not renew in the background either: the caller renews, so a
 //! frozen Lambda never believes it still holds a lease.
 //!
 //! Why not the `dynamodb-lease` crate (0.22): its lease version is a random UUID replaced on each

@@ -64,31 +64,3 @@ impl Error {
 
 /// Result alias for the materialize crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// True for a DuckLake commit conflict: a peer committed first (dq-materializer §4.4 step 5).
-/// Deliberately narrow: only DuckLake's two phrases, not every message mentioning "conflict".
-pub fn is_commit_conflict(message: &str) -> bool {
-    message.contains("Transaction conflict")
-        || message.contains("Failed to commit DuckLake transaction")
-}
-
-pub(crate) fn lake_message(e: &Error) -> Option<&str> {
-    match e {
-        Error::Lake(lake::Error::Duckdb { message, .. }) => Some(message),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn commit_conflict_is_narrow() {
-        assert!(is_commit_conflict(
-            "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction: x"
-        ));
-        assert!(is_commit_conflict("Transaction conflict: cannot delete"));
-        assert!(!is_commit_conflict("Catalog Error: conflict in name"));
-    }
-}

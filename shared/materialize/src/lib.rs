@@ -7,7 +7,10 @@
 //! payload bytes; every window is decoded and written in its own transaction with idempotent
 //! inserts, and only the final window moves the cursor, with a CAS, in the same transaction as
 //! its rows. So the cursor has moved ⇔ every window of the span is durable, and a crash or a
-//! lost race replays a span harmlessly.
+//! lost race replays a span harmlessly. Every window that writes also compare-and-swaps the
+//! cursor row's fence (the writer's lease token), so of two writers racing over the same
+//! snapshots (a second stack, a local run, a takeover after lease expiry) DuckLake aborts one at
+//! commit instead of letting both append the same rows.
 //!
 //! Not here: decoding payloads (`decode`), fetching blobs (`blob`), the lease's storage
 //! (`lease`), the Lambda adapter (`functions/materializer`), serving reads (the query crate,
@@ -45,7 +48,7 @@ pub mod testing;
 pub mod write;
 
 pub use config::Config;
-pub use error::{is_commit_conflict, Error, Result};
+pub use error::{Error, Result};
 pub use pass::{Clock, LeaseSession, Materializer, MaterializerBuilder, SystemClock};
 pub use summary::{
     AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,

@@ -31,8 +31,14 @@ impl Metric {
     }
 }
 
-/// The EMF document for `metrics` at `timestamp_ms` (no dimensions: one series per name).
+/// The EMF document for `metrics` at `timestamp_ms` in [`NAMESPACE`].
 pub fn emf_line(metrics: &[Metric], timestamp_ms: i64) -> String {
+    emf_line_in(NAMESPACE, metrics, timestamp_ms)
+}
+
+/// The EMF document for `metrics` at `timestamp_ms` in `namespace` (no dimensions: one series
+/// per name). The one EMF encoder of dq: the graphql function's shadow metrics use it too.
+pub fn emf_line_in(namespace: &str, metrics: &[Metric], timestamp_ms: i64) -> String {
     let mut doc = Map::new();
     let defs: Vec<Value> = metrics
         .iter()
@@ -42,7 +48,7 @@ pub fn emf_line(metrics: &[Metric], timestamp_ms: i64) -> String {
         "_aws".into(),
         json!({
             "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [[]], "Metrics": defs}],
+            "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [[]], "Metrics": defs}],
         }),
     );
     for m in metrics {

@@ -20,8 +20,8 @@ use crate::schema::{self, CURSOR_PARTITION};
 use crate::summary::{
     AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
 };
-use crate::write::{self, WindowPlan};
-use crate::{error::lake_message, is_commit_conflict, metrics, rollup, Error, Result};
+use crate::write::{self, ProgressCas, WindowPlan};
+use crate::{metrics, rollup, Error, Result};
 
 /// Rows per feed read inside a window (Go `windowReadChunk`).
 pub const CHUNK_ROWS: usize = 512;
@@ -86,6 +86,17 @@ impl LeaseSession {
         Ok(self.lease.check(&self.guard()).await?)
     }
 
+    /// The lease's fencing token, as stored in the progress row's fence column.
+    pub fn fence(&self) -> Result<i64> {
+        let fence = self.guard().fence();
+        i64::try_from(fence).map_err(|_| {
+            Error::Config(format!(
+                "lease `{}` has fence {fence}, above the progress row's BIGINT range",
+                self.lease
+            ))
+        })
+    }
+
     /// Releases the lease.
     pub async fn release(&self) -> Result<()> {
         Ok(self.lease.release(&self.guard()).await?)
@@ -98,6 +109,54 @@ impl LeaseSession {
             backend: self.lease.to_string(),
             holder: g.holder().to_owned(),
             fence: g.fence(),
+        }
+    }
+}
+
+/// Who writes a span or a backfill: the lease session (renewed between windows, checked before
+/// each commit), if any, and the fencing token every window compare-and-swaps into the progress
+/// row ([`ProgressCas`]). Without a lease the token is 0.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Writer<'a> {
+    lease: Option<&'a LeaseSession>,
+    fence: i64,
+}
+
+impl<'a> Writer<'a> {
+    fn of(lease: Option<&'a LeaseSession>) -> Result<Writer<'a>> {
+        Ok(Writer {
+            lease,
+            fence: lease.map(LeaseSession::fence).transpose()?.unwrap_or(0),
+        })
+    }
+
+    /// A writer with `fence` and no lease at all: tests play a second stack or a takeover
+    /// with it, which only the progress-row fence can stop.
+    #[cfg(feature = "testing")]
+    pub(crate) fn bypassing_lease(fence: i64) -> Writer<'static> {
+        Writer { lease: None, fence }
+    }
+
+    async fn renew(&self) -> Result<()> {
+        match self.lease {
+            Some(l) => l.renew().await,
+            None => Ok(()),
+        }
+    }
+
+    async fn check(&self) -> Result<()> {
+        match self.lease {
+            Some(l) => l.check().await,
+            None => Ok(()),
+        }
+    }
+
+    /// The CAS of a window that read the row with `expected_fence`.
+    fn cas(&self, cursor: Option<(i64, i64)>, expected_fence: Option<i64>) -> ProgressCas {
+        ProgressCas {
+            cursor,
+            expected_fence,
+            fence: self.fence,
         }
     }
 }
@@ -264,12 +323,20 @@ impl Materializer {
     /// The cursor (§4.6). A missing row is re-seeded and read as 0 (re-decoding is idempotent);
     /// without that self-heal every CAS would match nothing and dq would look caught up forever.
     pub fn cursor(&self) -> Result<i64> {
-        let got: Vec<Option<String>> = {
+        self.progress_row().map(|(cursor, _)| cursor)
+    }
+
+    /// The cursor row: `(cursor, fence of its last writer)`, self-healed as in [`Self::cursor`].
+    fn progress_row(&self) -> Result<(i64, Option<i64>)> {
+        let got: Vec<(Option<String>, Option<i64>)> = {
             let conn = self.lake.conn();
             let mut stmt = conn
-                .prepare("SELECT cursor FROM lake.ingest_progress WHERE partition = ?")
+                .prepare(&format!(
+                    "SELECT cursor, {} FROM lake.ingest_progress WHERE partition = ?",
+                    schema::FENCE_COLUMN
+                ))
                 .map_err(|e| self.lake.error("read cursor", e))?;
-            stmt.query_map([CURSOR_PARTITION], |r| r.get(0))
+            stmt.query_map([CURSOR_PARTITION], |r| Ok((r.get(0)?, r.get(1)?)))
                 .and_then(|rows| rows.collect::<Result<_, _>>())
                 .map_err(|e| self.lake.error("read cursor", e))?
         };
@@ -280,13 +347,18 @@ impl Materializer {
                     "cursor row missing, re-seeding at 0"
                 );
                 lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
-                Ok(0)
+                Ok((0, None))
             }
-            Some(None) => Ok(0),
-            Some(Some(v)) => v.trim().parse().map_err(|_| Error::BadCursor {
-                partition: CURSOR_PARTITION,
-                value: v.clone(),
-            }),
+            Some((None, fence)) => Ok((0, *fence)),
+            Some((Some(v), fence)) => {
+                v.trim()
+                    .parse()
+                    .map(|cursor| (cursor, *fence))
+                    .map_err(|_| Error::BadCursor {
+                        partition: CURSOR_PARTITION,
+                        value: v.clone(),
+                    })
+            }
         }
     }
 
@@ -332,8 +404,14 @@ impl Materializer {
     }
 
     /// Runs one span (§4.1–4.5) under `lease`, if given.
-    #[instrument(skip_all)]
     pub async fn run_span(&self, lease: Option<&LeaseSession>) -> Result<SpanSummary> {
+        self.run_span_as(Writer::of(lease)?).await
+    }
+
+    /// Runs one span as `writer`.
+    #[instrument(skip_all, fields(fence = writer.fence))]
+    pub(crate) async fn run_span_as(&self, writer: Writer<'_>) -> Result<SpanSummary> {
+        let lease = writer.lease;
         let mut s = SpanSummary {
             lease: lease.map(LeaseSession::info),
             ..SpanSummary::default()
@@ -343,7 +421,7 @@ impl Materializer {
             info!("lake.raw_events does not exist yet; caught up");
             return Ok(s);
         }
-        let cur = self.cursor()?;
+        let (cur, fence) = self.progress_row()?;
         let (head, oldest, oldest_pending) = self.position(cur)?;
         s.from = cur;
         s.to = cur;
@@ -360,7 +438,7 @@ impl Materializer {
         let to = head.min(cur.saturating_add(self.config.max_snapshot_span));
         s.to = to;
         let started = Instant::now();
-        match self.decode_span(cur, to, head, lease, &mut s).await {
+        match self.decode_span(cur, to, head, writer, fence, &mut s).await {
             Ok(()) => {}
             Err(e @ (Error::TransientBlob(_) | Error::Lease(_) | Error::NoBlobStore { .. })) => {
                 return Err(e)
@@ -396,7 +474,10 @@ impl Materializer {
                 self.report_progress(cur, true);
             }
             Outcome::Moved => {
-                info!(from = cur, to, "cursor moved by a peer; span abandoned");
+                info!(
+                    from = cur,
+                    to, "a peer moved the cursor or fenced the progress row; span abandoned"
+                );
                 s.to = cur;
             }
             Outcome::CursorReset | Outcome::NoRawTable => {}
@@ -436,12 +517,16 @@ impl Materializer {
         Ok(s)
     }
 
+    /// Decodes `(cur, to]` window by window. Every window that writes compare-and-swaps the
+    /// progress row from `fence` (as read with the cursor), then from its own token; the final
+    /// window also moves the cursor.
     async fn decode_span(
         &self,
         cur: i64,
         to: i64,
         head: i64,
-        lease: Option<&LeaseSession>,
+        writer: Writer<'_>,
+        mut fence: Option<i64>,
         s: &mut SpanSummary,
     ) -> Result<()> {
         let source = Source::Changes { from: cur, to };
@@ -449,9 +534,7 @@ impl Materializer {
         let mut after: Option<Keyset> = None;
         let mut oldest_event: Option<DateTime<Utc>> = None;
         loop {
-            if let Some(l) = lease {
-                l.renew().await?;
-            }
+            writer.renew().await?;
             let mut window = self
                 .read_window(&conn, source, &mut after, &mut s.counts, &mut oldest_event)
                 .await?;
@@ -461,18 +544,20 @@ impl Materializer {
                 s.outcome = Outcome::CaughtUp;
                 return Ok(());
             }
-            if window.exhausted {
-                window.plan.cursor = Some((cur, to));
+            // A window with nothing to write cannot duplicate anything: no fence needed.
+            if window.exhausted || !window.plan.writes_nothing() {
+                let end = if window.exhausted { to } else { cur };
+                window.plan.progress = Some(writer.cas(Some((cur, end)), fence));
             }
-            match self
-                .commit_window(&mut conn, &window.plan, lease, Some(to))
-                .await?
-            {
+            match self.commit_window(&mut conn, &window.plan, writer).await? {
                 Commit::Moved => {
                     s.outcome = Outcome::Moved;
                     return Ok(());
                 }
                 Commit::Done(applied) => {
+                    if window.plan.progress.is_some() {
+                        fence = Some(writer.fence);
+                    }
                     s.counts.windows += 1;
                     s.counts.signal_rows += applied.signal_rows;
                     s.counts.event_rows += applied.event_rows;
@@ -611,14 +696,14 @@ impl Materializer {
         Ok(rows)
     }
 
-    /// Stages and writes one window in one transaction; the lease check is the last step before
-    /// COMMIT, the cursor CAS the final guard. `to` disambiguates a lost acknowledgement.
+    /// Stages and writes one window in one transaction: the progress-row CAS (the fence that
+    /// makes DuckLake abort one of two concurrent writers at commit), the rows, and the lease
+    /// check as the last step before COMMIT.
     async fn commit_window(
         &self,
         conn: &mut Connection,
         plan: &WindowPlan,
-        lease: Option<&LeaseSession>,
-        to: Option<i64>,
+        writer: Writer<'_>,
     ) -> Result<Commit> {
         let t0 = Instant::now();
         write::stage(&self.lake, conn, plan)?;
@@ -629,15 +714,13 @@ impl Materializer {
             .map_err(|e| self.lake.error("begin window", e))?;
         let applied = match write::apply(&self.lake, &tx, plan) {
             Ok(a) => a,
-            Err(e) if lake_message(&e).is_some_and(is_commit_conflict) => return Ok(Commit::Moved),
+            Err(Error::Lake(e)) if is_lost_race(&e) => return Ok(Commit::Moved),
             Err(e) => return Err(e),
         };
-        if !applied.cursor_moved {
+        if !applied.progress_matched {
             return Ok(Commit::Moved); // tx dropped: rolled back
         }
-        if let Some(l) = lease {
-            l.check().await?;
-        }
+        writer.check().await?;
         debug!(took_ms = t0.elapsed().as_millis() as u64, "window applied");
         let t0 = Instant::now();
         match tx.commit() {
@@ -650,16 +733,21 @@ impl Materializer {
             }
             Err(e) => {
                 let err = self.lake.error("commit window", e);
-                let msg = err.to_string();
-                if is_commit_conflict(&msg) {
-                    return Ok(Commit::Moved);
-                }
-                if let (Some(_), Some(to)) = (plan.cursor, to) {
-                    // Possibly a lost ack: the cursor says whether the transaction landed.
-                    if self.cursor().ok() == Some(to) {
-                        warn!(to, error = %msg, "commit reported an error but the cursor moved; treating as committed");
+                if let Some(
+                    cas @ ProgressCas {
+                        cursor: Some((_, to)),
+                        ..
+                    },
+                ) = plan.progress.filter(ProgressCas::moves_cursor)
+                {
+                    // Possibly a lost ack: the row says whether the transaction landed.
+                    if self.progress_row().ok() == Some((to, Some(cas.fence))) {
+                        warn!(to, error = %err, "commit reported an error but the cursor moved; treating as committed");
                         return Ok(Commit::Done(applied));
                     }
+                }
+                if is_lost_race(&err) {
+                    return Ok(Commit::Moved);
                 }
                 Err(err.into())
             }
@@ -712,24 +800,28 @@ impl Materializer {
             return Ok(out);
         }
         let source = Source::Range { from, to };
+        let writer = Writer::of(lease)?;
         let mut conn = self.lake.connect()?;
         let mut after = None;
         let mut oldest = None;
+        let mut fence = self.progress_row()?.1;
         loop {
-            if let Some(l) = lease {
-                l.renew().await?;
-            }
-            let window = self
+            writer.renew().await?;
+            let mut window = self
                 .read_window(&conn, source, &mut after, &mut out.counts, &mut oldest)
                 .await?;
-            // A conflict here means a concurrent writer touched the same rows: retry the window.
+            // A conflict here means a concurrent writer touched the same rows or the progress
+            // row: re-read its fence and retry the window.
             let mut attempts = 0;
             loop {
-                match self
-                    .commit_window(&mut conn, &window.plan, lease, None)
-                    .await?
-                {
+                if !window.plan.writes_nothing() {
+                    window.plan.progress = Some(writer.cas(None, fence));
+                }
+                match self.commit_window(&mut conn, &window.plan, writer).await? {
                     Commit::Done(a) => {
+                        if window.plan.progress.is_some() {
+                            fence = Some(writer.fence);
+                        }
                         out.counts.windows += 1;
                         out.counts.signal_rows += a.signal_rows;
                         out.counts.event_rows += a.event_rows;
@@ -739,6 +831,7 @@ impl Materializer {
                     Commit::Moved if attempts < 5 => {
                         attempts += 1;
                         tokio::time::sleep(Duration::from_millis(200 * attempts)).await;
+                        fence = self.progress_row()?.1;
                     }
                     Commit::Moved => {
                         return Err(Error::Lake(lake::Error::Config(
@@ -891,6 +984,12 @@ impl Materializer {
             );
         }
     }
+}
+
+/// A peer committed first (the one commit-conflict classification, [`lake::Error::is_commit_conflict`]),
+/// unless the DuckDB instance was invalidated: that must surface so the lake is reopened.
+fn is_lost_race(e: &lake::Error) -> bool {
+    e.is_commit_conflict() && !lake::is_invalidated(&e.to_string())
 }
 
 fn into_lake(e: Error) -> lake::Error {

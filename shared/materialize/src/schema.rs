@@ -12,6 +12,11 @@ use crate::Result;
 /// The `lake.ingest_progress` partition holding the raw_events snapshot cursor.
 pub const CURSOR_PARTITION: &str = "lake.raw_events#snapshot";
 
+/// The `lake.ingest_progress` column holding the fencing token of the last writer of a window.
+/// Every window compare-and-swaps it (see `write::ProgressCas`), so two concurrent writers'
+/// windows always update the same row and DuckLake aborts the later one at commit.
+pub const FENCE_COLUMN: &str = "fence";
+
 const TSTZ: &str = "TIMESTAMP WITH TIME ZONE";
 
 /// `lake.signals` columns in table order (the Arrow batches are built in this order).
@@ -139,10 +144,13 @@ pub struct SchemaReport {
     pub created: Vec<&'static str>,
     /// `SET PARTITIONED/SORTED BY` statements issued (zero on every reboot).
     pub layout_statements: usize,
+    /// Columns added to a table created by an older build (`table.column`; empty on reboot).
+    pub columns_added: Vec<&'static str>,
 }
 
 /// Creates dq's tables where missing, lays out only what lacks a layout, creates and seeds
-/// `lake.ingest_progress` once, and creates `meta.din_consumer_progress` defensively.
+/// `lake.ingest_progress` once (adding its fence column to an older catalog), and creates
+/// `meta.din_consumer_progress` defensively.
 /// Retried on commit conflicts (two writers bootstrapping a fresh catalog).
 pub fn ensure(lake: &Lake) -> Result<SchemaReport> {
     let mut report = SchemaReport::default();
@@ -154,8 +162,22 @@ pub fn ensure(lake: &Lake) -> Result<SchemaReport> {
     retry::on_conflict("ensure ingest_progress", || {
         lake.exec(
             "create lake.ingest_progress",
-            "CREATE TABLE IF NOT EXISTS lake.ingest_progress (partition VARCHAR, cursor VARCHAR)",
+            &format!(
+                "CREATE TABLE IF NOT EXISTS lake.ingest_progress \
+                 (partition VARCHAR, cursor VARCHAR, {FENCE_COLUMN} BIGINT)"
+            ),
         )?;
+        // A catalog created by an older build (or Go dq) lacks the fence: add it once. Probed
+        // first because every ALTER mints a snapshot and bumps the schema version.
+        if !has_column(lake, "ingest_progress", FENCE_COLUMN)? {
+            lake.exec(
+                "add the fence column to lake.ingest_progress",
+                &format!(
+                    "ALTER TABLE lake.ingest_progress ADD COLUMN IF NOT EXISTS {FENCE_COLUMN} BIGINT"
+                ),
+            )?;
+            report.columns_added.push("ingest_progress.fence");
+        }
         seed_cursor(lake)
     })?;
     progress::ensure(lake)?;
@@ -167,7 +189,7 @@ pub(crate) fn seed_cursor(lake: &Lake) -> lake::Result<()> {
     lake.exec(
         "seed the cursor",
         &format!(
-            "INSERT INTO lake.ingest_progress SELECT '{CURSOR_PARTITION}', '0' \
+            "INSERT INTO lake.ingest_progress (partition, cursor) SELECT '{CURSOR_PARTITION}', '0' \
              WHERE NOT EXISTS (SELECT 1 FROM lake.ingest_progress WHERE partition = '{CURSOR_PARTITION}')"
         ),
     )
@@ -230,6 +252,19 @@ pub fn exists(lake: &Lake, table: &str) -> lake::Result<bool> {
         )
         .map(|n| n > 0)
         .map_err(|e| lake.error(&format!("probe lake.{table}"), e))
+}
+
+/// True when `lake.main.<table>` has a column `column`.
+pub fn has_column(lake: &Lake, table: &str, column: &str) -> lake::Result<bool> {
+    lake.conn()
+        .query_row(
+            "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'lake' AND schema_name = 'main' \
+             AND table_name = ? AND column_name = ?",
+            [table, column],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .map_err(|e| lake.error(&format!("probe lake.{table}.{column}"), e))
 }
 
 #[cfg(test)]

@@ -175,3 +175,14 @@ pub fn stored_events(lake: &Lake) -> Vec<EventRow> {
 pub fn count(lake: &Lake, sql: &str) -> i64 {
     lake.conn().query_row(sql, [], |r| r.get(0)).unwrap()
 }
+
+/// Runs one span as a writer with fencing token `fence` and no lease at all (a second stack, a
+/// local run, a takeover after expiry): only the progress-row fence keeps it from duplicating
+/// rows of a concurrent writer.
+pub async fn run_span_bypassing_lease(
+    m: &crate::Materializer,
+    fence: i64,
+) -> crate::Result<crate::SpanSummary> {
+    m.run_span_as(crate::pass::Writer::bypassing_lease(fence))
+        .await
+}

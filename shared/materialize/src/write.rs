@@ -2,8 +2,9 @@
 //! batches through the DuckDB appender into per-connection TEMP staging tables (no parquet file
 //! on disk), then ONE lake transaction deletes rows of voided events, inserts the staged rows
 //! with an anti-join on the write key (W1, pruned by `subject_bucket` and the batch's time
-//! range), recomputes the touched subjects' rollups and — on a span's final window — moves the
-//! cursor with a CAS. The caller commits (after its lease check).
+//! range), recomputes the touched subjects' rollups and compare-and-swaps the progress row: its
+//! fence on every window, the cursor too on a span's final window. The caller commits (after its
+//! lease check).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use lake::{quote, Lake};
 use crate::feed::ts_literal;
 use crate::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_READ_KEY, SIGNAL_WRITE_KEY};
 use crate::resolve::Voided;
-use crate::schema::{create_sql, CURSOR_PARTITION, EVENT_COLUMNS, SIGNAL_COLUMNS};
+use crate::schema::{create_sql, CURSOR_PARTITION, EVENT_COLUMNS, FENCE_COLUMN, SIGNAL_COLUMNS};
 use crate::{rollup, Error, Result};
 
 const STAGE_SIGNALS: &str = "_dq_stage_signals";
@@ -39,8 +40,41 @@ pub struct WindowPlan {
     pub events: Vec<EventRow>,
     /// Events whose decoded rows must be removed.
     pub voided: BTreeSet<Voided>,
-    /// `(from, to)`: move the cursor from → to in the same transaction (final window only).
+    /// The progress-row CAS of this window (none: the window writes without a fence).
+    pub progress: Option<ProgressCas>,
+}
+
+impl WindowPlan {
+    /// True when the window has no rows to insert or delete.
+    pub fn writes_nothing(&self) -> bool {
+        self.signals.is_empty() && self.events.is_empty() && self.voided.is_empty()
+    }
+}
+
+/// The compare-and-swap a window makes on the cursor row of `lake.ingest_progress`, in its own
+/// transaction. Writing the row in every window is what fences concurrent writers: DuckLake
+/// aborts the later of two commits that both updated it, so two writers can never both commit a
+/// window over the same snapshot (where each anti-join would miss the other's rows and append
+/// them twice). The comparison on the fence stops a writer whose row was rewritten since it last
+/// looked (a takeover) at its next window. Fences are compared for equality only: tokens of
+/// different leases (a lock file, a DynamoDB item) are not ordered with each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgressCas {
+    /// `(from, to)`: the row must hold cursor `from` and gets `to` (equal on an intermediate
+    /// window; the span's end on its final window). None: the cursor is not compared (backfill).
     pub cursor: Option<(i64, i64)>,
+    /// The fence the row must hold: what this writer last read or wrote (None: a row never
+    /// fenced, e.g. seeded or migrated).
+    pub expected_fence: Option<i64>,
+    /// This writer's fencing token (its lease's fence), written into the row.
+    pub fence: i64,
+}
+
+impl ProgressCas {
+    /// True when the final window moves the cursor.
+    pub fn moves_cursor(&self) -> bool {
+        self.cursor.is_some_and(|(from, to)| from != to)
+    }
 }
 
 /// What the window transaction changed (before commit).
@@ -52,8 +86,9 @@ pub struct Applied {
     pub event_rows: u64,
     /// Decoded rows deleted because their event was voided.
     pub deleted_rows: u64,
-    /// The cursor CAS matched (always true without a cursor move).
-    pub cursor_moved: bool,
+    /// The progress-row CAS matched (always true without one). False: a peer moved the cursor
+    /// or fenced the row since this writer read it; nothing else was written.
+    pub progress_matched: bool,
 }
 
 fn tstz() -> DataType {
@@ -293,12 +328,47 @@ fn read_key_collisions(
     Ok(rows)
 }
 
-/// Runs the plan's statements on `tx` (an open lake transaction); the caller commits.
+/// The progress-row CAS: true when it matched (one row updated).
+fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> Result<bool> {
+    let n = match cas.cursor {
+        Some((from, to)) => tx.execute(
+            &format!(
+                "UPDATE lake.ingest_progress SET cursor = ?, {FENCE_COLUMN} = ? \
+                 WHERE partition = ? AND cursor = ? AND {FENCE_COLUMN} IS NOT DISTINCT FROM ?"
+            ),
+            lake::duckdb::params![
+                to.to_string(),
+                cas.fence,
+                CURSOR_PARTITION,
+                from.to_string(),
+                cas.expected_fence
+            ],
+        ),
+        None => tx.execute(
+            &format!(
+                "UPDATE lake.ingest_progress SET {FENCE_COLUMN} = ? \
+                 WHERE partition = ? AND {FENCE_COLUMN} IS NOT DISTINCT FROM ?"
+            ),
+            lake::duckdb::params![cas.fence, CURSOR_PARTITION, cas.expected_fence],
+        ),
+    }
+    .map_err(|e| lake.error("compare-and-swap the progress row", e))?;
+    Ok(n == 1)
+}
+
+/// Runs the plan's statements on `tx` (an open lake transaction); the caller commits. The
+/// progress-row CAS runs first: when it matches nothing, nothing else is written.
 pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied> {
     let mut applied = Applied {
-        cursor_moved: true,
+        progress_matched: true,
         ..Applied::default()
     };
+    if let Some(cas) = &plan.progress {
+        applied.progress_matched = swap_progress(lake, tx, cas)?;
+        if !applied.progress_matched {
+            return Ok(applied);
+        }
+    }
     let exec = |ctx: &str, sql: &str| -> Result<u64> {
         let t0 = std::time::Instant::now();
         let n = tx
@@ -374,18 +444,5 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied>
         took_ms = t0.elapsed().as_millis() as u64,
         "rollups updated"
     );
-    if let Some((from, to)) = plan.cursor {
-        let n = tx
-            .execute(
-                "UPDATE lake.ingest_progress SET cursor = ? WHERE partition = ? AND cursor = ?",
-                [
-                    to.to_string(),
-                    CURSOR_PARTITION.to_owned(),
-                    from.to_string(),
-                ],
-            )
-            .map_err(|e| lake.error("advance cursor", e))?;
-        applied.cursor_moved = n == 1;
-    }
     Ok(applied)
 }

@@ -111,7 +111,9 @@ impl Engine {
         Ok(Engine::new(Lake::open(cfg)?))
     }
 
-    /// Runs `f` on a pooled connection (TimeZone UTC), mapping errors with `context`.
+    /// Runs `f` on a pooled connection (TimeZone UTC), mapping errors with `context`. Called
+    /// inside [`lake::interruptible`] (the GraphQL resolvers' engine calls), the statement is
+    /// interrupted when the request is given up, and later calls of that request fail at once.
     pub(crate) fn with_conn<T>(
         &self,
         context: &str,
@@ -151,6 +153,8 @@ impl Engine {
                     self.direct_reads.fetch_add(1, Ordering::Relaxed);
                     Ok(answer)
                 }
+                // The request was given up: the failure is its interrupt, not the files'.
+                Some(Err(e)) if lake::given_up() => Err(e),
                 Some(Err(e)) => {
                     // Logged through the redactor: a catalog error can carry its DSN.
                     let e = self.db_error("read signal files", e);
@@ -264,5 +268,58 @@ mod tests {
         );
         assert_eq!(lenient_source("0xabc"), "0xabc");
         assert!(subject_predicate("").starts_with("subject_bucket = 197 "));
+    }
+
+    /// A request given up while its statement runs (here: the deadline of a `timeout`, as the
+    /// GraphQL resolvers apply it) has that statement interrupted at once, and the pooled
+    /// connection serves the next statement.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_given_up_read_is_interrupted_and_its_connection_reused() {
+        use std::sync::mpsc;
+        use std::time::{Duration, Instant};
+        // Runs for hours unless interrupted.
+        const HEAVY: &str = "SELECT count(*) FROM range(1000000000000) t(i) WHERE hash(i) % 7 = 0";
+        let t = lake::testing::TestLake::new(lake::testing::Backend::File);
+        let engine = Arc::new(Engine::new(t.open().unwrap()));
+        let (handle_tx, handle_rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel();
+        let e = Arc::clone(&engine);
+        let read = lake::interruptible(move || {
+            let out = e.with_conn("heavy read", |c| {
+                handle_tx.send(c.interrupt_handle()).ok();
+                c.query_row(HEAVY, [], |r| r.get::<_, i64>(0))
+            });
+            done_tx.send((out, Instant::now())).ok();
+        });
+        let timed_out = tokio::time::timeout(Duration::from_millis(300), read).await;
+        let deadline = Instant::now();
+        assert!(
+            timed_out.is_err(),
+            "the heavy statement outlasts the deadline"
+        );
+        let handle = handle_rx.recv().unwrap();
+        let Ok((out, ended)) = done_rx.recv_timeout(Duration::from_secs(3)) else {
+            // Not interrupted: stop it by hand so the runtime can shut down, then fail.
+            handle.interrupt();
+            panic!("the statement kept running after the deadline");
+        };
+        let late = ended.saturating_duration_since(deadline);
+        assert!(
+            late < Duration::from_millis(100),
+            "interrupted {late:?} after the deadline"
+        );
+        let err = out.unwrap_err().to_string();
+        assert!(err.contains("INTERRUPT"), "{err}");
+        let (answer, same_connection) = engine
+            .with_conn("next read", |c| {
+                let answer: i64 = c.query_row("SELECT 42", [], |r| r.get(0))?;
+                Ok((answer, Arc::ptr_eq(&c.interrupt_handle(), &handle)))
+            })
+            .unwrap();
+        assert_eq!(answer, 42);
+        assert!(
+            same_connection,
+            "the interrupted connection went back to the pool"
+        );
     }
 }

@@ -62,7 +62,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{Error, Result};
 pub use faultproxy::{Fault, FaultProxy};
-pub use moto::{shared_moto, Moto, ACCESS_KEY, REGION, SECRET_KEY, VENV_ENV};
+pub use moto::{shared_moto, venv_dir, Moto, ACCESS_KEY, REGION, SECRET_KEY, VENV_ENV};
 pub use postgres::{
     shared_postgres, Postgres, DEFAULT_PG_BIN, DEFAULT_PG_USER, PG_BIN_ENV, PG_USER_ENV,
 };
@@ -98,6 +98,26 @@ pub fn workspace_root() -> PathBuf {
         })
         .or_else(|| find_workspace_root(built_here))
         .unwrap_or_else(|| built_here.join("..").join(".."))
+}
+
+/// Where the decode vectors live: `tests/vectors/` in this repository (copied from the vector
+/// set the decoders are specified against, with its `index.json` manifest), or `DQ_VECTORS_DIR`
+/// to run the same tests over another copy. The repository carries its own copy so a plain clone
+/// tests without anything beside it.
+pub fn vectors_dir() -> PathBuf {
+    std::env::var_os(VECTORS_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("tests").join("vectors"))
+}
+
+/// The setting that points [`vectors_dir`] at another copy of the vectors.
+pub const VECTORS_DIR_ENV: &str = "DQ_VECTORS_DIR";
+
+/// One decode vector's text from [`vectors_dir`]; a missing file is a test failure that names it.
+pub fn vector(name: &str) -> String {
+    let path = vectors_dir().join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read decode vector {}: {e}", path.display()))
 }
 
 fn find_workspace_root(start: &Path) -> Option<PathBuf> {
@@ -224,6 +244,35 @@ mod tests {
             .join("testkit")
             .join("Cargo.toml")
             .is_file());
+    }
+
+    /// The vectors the tests read are in the repository itself, every file the manifest names.
+    #[test]
+    fn vectors_are_inside_the_repository() {
+        if std::env::var_os(VECTORS_DIR_ENV).is_some() {
+            return; // pointed elsewhere on purpose
+        }
+        let dir = vectors_dir().canonicalize().expect("tests/vectors exists");
+        let root = workspace_root().canonicalize().unwrap();
+        assert!(
+            dir.starts_with(&root),
+            "{} is outside {}",
+            dir.display(),
+            root.display()
+        );
+        let index: Vec<serde_json::Value> = serde_json::from_str(&vector("index.json")).unwrap();
+        assert!(!index.is_empty());
+        for entry in &index {
+            for key in ["input", "expected"] {
+                let name = entry[key]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{key} in {entry}"));
+                assert!(
+                    dir.join(name).is_file(),
+                    "{name} named by index.json is missing"
+                );
+            }
+        }
     }
 
     #[test]

@@ -288,7 +288,7 @@ pub fn shared_moto() -> &'static Moto {
 }
 
 /// Returns the venv directory: `$DQ_VENV` (relative to the workspace root) or `<root>/.venv`.
-fn venv_dir() -> PathBuf {
+pub fn venv_dir() -> PathBuf {
     match std::env::var_os(VENV_ENV).map(PathBuf::from) {
         Some(venv) if venv.is_absolute() => venv,
         Some(venv) => crate::workspace_root().join(venv),

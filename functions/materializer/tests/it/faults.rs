@@ -60,14 +60,47 @@ fn seed(rt: &tokio::runtime::Runtime, lake: &Lake, vehicles: u32, days: u32) -> 
 }
 
 /// A handler context with small windows, so a pass commits many times.
-fn context(lake: Lake, lease_path: std::path::PathBuf) -> Context {
+fn context(lake: Lake, lease: lease::Lease) -> Context {
     let m = Materializer::builder(lake)
         .window(2_000, 4 << 20)
         .max_snapshot_span(2)
         .emf(false)
         .build()
         .unwrap();
-    Context::new(m, lease::Lease::local(lease_path))
+    Context::new(m, lease)
+}
+
+/// A DynamoDB lease on a fresh table of the shared moto server.
+fn dynamo_lease(rt: &tokio::runtime::Runtime) -> lease::Lease {
+    let moto = testkit::shared_moto();
+    let lease = rt
+        .block_on(lease::Lease::from_config(
+            &lease::LeaseConfig {
+                table: Some(testkit::unique_name("lease")),
+                endpoint: Some(moto.endpoint()),
+                region: moto.region().to_owned(),
+                access_key_id: Some(moto.access_key().to_owned()),
+                secret_access_key: Some(moto.secret_key().to_owned()),
+                ..lease::LeaseConfig::default()
+            },
+            "/nonexistent/unused.lease",
+        ))
+        .unwrap();
+    rt.block_on(lease.create_table_if_missing()).unwrap();
+    lease
+}
+
+/// The committed cursor.
+fn cursor(lake: &Lake) -> i64 {
+    lake.conn()
+        .query_row(
+            "SELECT cursor FROM lake.ingest_progress WHERE partition = ?",
+            [materialize::schema::CURSOR_PARTITION],
+            |r| r.get::<_, String>(0),
+        )
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The decoded tables equal the oracle over the raw rows: nothing lost, nothing twice.
@@ -98,7 +131,10 @@ fn postgres_restart_mid_pass() {
     cfg.extension_dir = lake::testing::extension_dir();
     cfg.threads = Some(2);
     let raw = seed(&rt, &Lake::open(cfg.clone()).unwrap(), 8, 2);
-    let ctx = context(Lake::open(cfg.clone()).unwrap(), dir.path().join("lease"));
+    let ctx = context(
+        Lake::open(cfg.clone()).unwrap(),
+        lease::Lease::local(dir.path().join("lease")),
+    );
 
     // Restart the catalog server three times while passes run.
     let restarts = 3;
@@ -148,39 +184,85 @@ fn postgres_restart_mid_pass() {
     );
 }
 
+/// Two execution environments handle the same schedule tick, on the DynamoDB lease (moto) and on
+/// the lock file: the second invocation starts while the first is mid-drain (its first span
+/// committed, its lease held) and is refused by that holder, before the first one ends.
 #[test]
 fn the_same_tick_invoked_twice() {
     let rt = runtime();
-    let t = TestLake::new(Backend::Postgres);
-    let raw = seed(&rt, &t.open().unwrap(), 6, 1);
-    // Two execution environments: each its own materializer, one lease between them.
-    let lease_path = t.path("lease");
-    let a = context(t.open().unwrap(), lease_path.clone());
-    let b = context(t.open().unwrap(), lease_path);
-    let (ra, rb) = rt.block_on(async {
-        tokio::join!(
-            handler(scheduled(), &a, "tick-1", None, true),
-            handler(scheduled(), &b, "tick-1", None, true)
-        )
-    });
-    let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    let skipped = [&ra, &rb]
-        .iter()
-        .filter(|v| v["skipped"].is_string())
-        .count();
-    // Drain whatever is left (the loser may have found the lease taken).
-    let next = rt
-        .block_on(handler(scheduled(), &a, "tick-2", None, true))
-        .unwrap();
-    assert!(!next["skipped"].is_string(), "{next}");
-    let (signals, events) = assert_exactly_once(&rt, &t.open().unwrap());
-    report(
-        "materializer-double-invoke",
-        &json!({
-            "raw_events": raw, "invocations": 3, "skipped_by_lease": skipped,
+    let mut figures = Vec::new();
+    for backend in ["dynamodb", "file"] {
+        let t = TestLake::new(Backend::Postgres);
+        let raw = seed(&rt, &t.open().unwrap(), 6, 1);
+        let lease = match backend {
+            "dynamodb" => dynamo_lease(&rt),
+            _ => lease::Lease::local(t.path("lease")),
+        };
+        // Two execution environments: each its own materializer, one lease between them.
+        let first = Arc::new(context(t.open().unwrap(), lease.clone()));
+        let second = context(t.open().unwrap(), lease);
+        let observer = t.open().unwrap();
+        let started = Instant::now();
+        let running = {
+            let first = Arc::clone(&first);
+            rt.spawn(async move {
+                let out = handler(scheduled(), &first, "tick-1", None, true).await;
+                (out, Instant::now())
+            })
+        };
+        // The first invocation holds the lease from its start to its end; once its first span
+        // has moved the cursor it is mid-drain.
+        while cursor(&observer) == 0 {
+            assert!(
+                !running.is_finished(),
+                "{backend}: the first invocation ended before its first span committed"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "{backend}: no span committed"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let refused = rt
+            .block_on(handler(scheduled(), &second, "tick-1", None, true))
+            .unwrap_or_else(|e| panic!("{backend}: {}: {}", e.class, e.message));
+        let refused_at = Instant::now();
+        let (ran, ran_until) = rt.block_on(running).unwrap();
+        let ran = ran.unwrap_or_else(|e| panic!("{backend}: {}: {}", e.class, e.message));
+        assert!(!ran["skipped"].is_string(), "{backend}: {ran}");
+        assert_eq!(ran["caught_up"], true, "{backend}: {ran}");
+        assert!(
+            ran["lease"]["backend"]
+                .as_str()
+                .is_some_and(|b| b.starts_with(&format!("{backend}:"))),
+            "{backend}: {ran}"
+        );
+        assert_eq!(
+            refused["skipped"], "lease held by a peer",
+            "{backend}: {refused}"
+        );
+        assert_eq!(
+            refused["held_by"], ran["lease"]["holder"],
+            "{backend}: refused by someone else than the running invocation: {refused} / {ran}"
+        );
+        assert!(
+            refused_at < ran_until,
+            "{backend}: the second invocation did not overlap the first"
+        );
+        // Both ticks done: nothing is left, nothing was decoded twice.
+        let next = rt
+            .block_on(handler(scheduled(), &second, "tick-2", None, true))
+            .unwrap_or_else(|e| panic!("{backend}: {}: {}", e.class, e.message));
+        assert!(!next["skipped"].is_string(), "{backend}: {next}");
+        assert_eq!(next["raw_rows"], 0, "{backend}: {next}");
+        let (signals, events) = assert_exactly_once(&rt, &t.open().unwrap());
+        figures.push(json!({
+            "lease": backend, "raw_events": raw, "invocations": 3, "skipped_by_lease": 1,
+            "refused_while_running_ms": (ran_until - refused_at).as_millis() as u64,
             "signal_rows": signals, "event_rows": events, "lost": 0, "duplicated": 0,
-        }),
-    );
+        }));
+    }
+    report("materializer-double-invoke", &json!({ "runs": figures }));
 }
 
 #[test]
@@ -188,7 +270,7 @@ fn deadline_hit_mid_span() {
     let rt = runtime();
     let t = TestLake::new(Backend::File);
     let raw = seed(&rt, &t.open().unwrap(), 8, 2);
-    let ctx = context(t.open().unwrap(), t.path("lease"));
+    let ctx = context(t.open().unwrap(), lease::Lease::local(t.path("lease")));
     // The drain stops at the deadline minus its safety margin (30 s); 50 ms past that, the
     // stop lands inside the first span: the span in flight commits, no new one starts.
     let margin = materialize::Config::default().drain_margin;

@@ -70,6 +70,7 @@ async fn rotation_is_picked_up_on_unknown_kid_and_rate_limited() {
     let cache = endpoint.cache(CacheConfig {
         ttl: LONG,
         min_refresh_interval: Duration::ZERO,
+        ..CacheConfig::default()
     });
     cache.prime().await.unwrap();
     let v = validator(&cache);
@@ -87,6 +88,7 @@ async fn rotation_is_picked_up_on_unknown_kid_and_rate_limited() {
     let limited = endpoint.cache(CacheConfig {
         ttl: LONG,
         min_refresh_interval: LONG,
+        ..CacheConfig::default()
     });
     limited.prime().await.unwrap();
     let before = endpoint.fetches();
@@ -108,6 +110,7 @@ async fn first_use_fetches_and_failures_are_unavailable() {
     let cache = endpoint.cache(CacheConfig {
         ttl: LONG,
         min_refresh_interval: LONG,
+        ..CacheConfig::default()
     });
     let v = validator(&cache);
     // Issuer down at cold start: prime fails loudly, requests get UNAVAILABLE.
@@ -133,6 +136,7 @@ async fn stale_keys_keep_serving_when_refresh_fails() {
     let cache = endpoint.cache(CacheConfig {
         ttl: Duration::ZERO,
         min_refresh_interval: Duration::ZERO,
+        ..CacheConfig::default()
     });
     cache.prime().await.unwrap();
     endpoint.serve(None);
@@ -153,6 +157,7 @@ async fn concurrent_unknown_kids_share_one_fetch() {
     let cache = endpoint.cache(CacheConfig {
         ttl: LONG,
         min_refresh_interval: Duration::ZERO,
+        ..CacheConfig::default()
     });
     cache.prime().await.unwrap();
     endpoint.serve(Some(new.jwks_json()));
@@ -172,4 +177,36 @@ async fn concurrent_unknown_kids_share_one_fetch() {
         2,
         "one priming fetch + one shared refresh"
     );
+}
+
+#[tokio::test]
+async fn stale_keys_fail_closed_after_the_maximum_staleness() {
+    const MAX: Duration = Duration::from_millis(300);
+    let signer = DevSigner::generate(ISSUER).unwrap();
+    let endpoint = Endpoint::default();
+    endpoint.serve(Some(signer.jwks_json()));
+    // Refreshing on every use, and rate limited to never refetching: both must stop at MAX.
+    for min_refresh_interval in [Duration::ZERO, LONG] {
+        let cache = endpoint.cache(CacheConfig {
+            ttl: Duration::ZERO,
+            min_refresh_interval,
+            max_staleness: MAX,
+        });
+        cache.prime().await.unwrap();
+        endpoint.serve(None);
+        let v = validator(&cache);
+        assert!(v.validate(&token(&signer)).await.is_ok(), "within MAX");
+        tokio::time::sleep(MAX + Duration::from_millis(50)).await;
+        let e = v.validate(&token(&signer)).await.unwrap_err();
+        assert!(matches!(e, AuthError::KeysUnavailable(_)), "{e}");
+        assert!(e.to_string().contains("maximum staleness"), "{e}");
+        assert_eq!(e.code(), ErrorCode::Unavailable);
+        assert_eq!(e.code().http_status(), 503);
+        assert_eq!(e.code().grpc_code(), 14, "UNAVAILABLE");
+        // The issuer is back: the next allowed refresh serves again.
+        endpoint.serve(Some(signer.jwks_json()));
+        if min_refresh_interval.is_zero() {
+            assert!(v.validate(&token(&signer)).await.is_ok(), "recovered");
+        }
+    }
 }

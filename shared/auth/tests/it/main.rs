@@ -8,6 +8,8 @@ mod errors;
 mod grpc;
 mod jwt;
 mod keys;
+mod remote;
+mod settings;
 mod signals;
 
 use auth::dev::{DevClaims, DevSigner};

@@ -6,16 +6,24 @@
 //! - `access.rs`: unauthenticated, expired, wrong-subject and IAM callers;
 //! - `lambda.rs`: the sample API Gateway events in `events/` through the Lambda adapter;
 //! - `blobs.rs`: externalized payloads on moto S3, sealed;
-//! - `hostile.rs`: garbage bodies and injection strings for every RPC (issue 10).
+//! - `hostile.rs`: garbage bodies and injection strings for every RPC (issue 10);
+//! - `or_filters.rs`: `or` alternatives on every advanced filter field (issue 18);
+//! - `deadlines.rs`: client timeouts capped at the server's maximum (issue 18);
+//! - `errors.rs`: client texts of failed reads, kept and generic (issue 18);
+//! - `s3_logs.rs`: S3 failures logged on one line, against moto (issue 18).
 //!
 //! One seeded lake and its servers are shared by the whole binary (read-only tests).
 
 mod access;
 mod blobs;
+mod deadlines;
+mod errors;
 mod grpc;
 mod grpc_web;
 mod hostile;
 mod lambda;
+mod or_filters;
+mod s3_logs;
 mod search;
 
 use auth::dev::{now_secs, DevClaims, DevSigner};

@@ -6,7 +6,7 @@ use crate::{
 };
 use base64::Engine as _;
 use chrono::Duration;
-use fetch::filter::MAX_TAG_OR_DEPTH;
+use fetch::filter::MAX_OR_DEPTH;
 use fetch::{
     Db, Event, FetchError, Filter, Index, Order, Payloads, StringFilter, TagFilter, Voiding,
 };
@@ -117,6 +117,7 @@ fn search_semantics(backend: Backend) {
             f.id = StringFilter {
                 include: vec!["t1".into(), "t2".into(), "a1".into()],
                 exclude: vec!["t2".into()],
+                ..StringFilter::default()
             };
         }),
         ["t1/status", "a1/status"]
@@ -551,7 +552,7 @@ fn voiding_policies(backend: Backend) {
 }
 
 /// Tags `or` (dialects.md §2.5): per level `(p1 AND p2 …) OR or₁ OR …`, an empty alternative
-/// is true, levels below [`MAX_TAG_OR_DEPTH`] are dropped.
+/// is true, levels below [`MAX_OR_DEPTH`] are dropped.
 fn tag_alternatives(backend: Backend) {
     let tagged = |id: &str, secs: i64, tags: &[&str]| {
         let mut e = event(3, id, "dimo.status", at(secs), r#"{"n":0}"#);
@@ -649,7 +650,7 @@ fn tag_alternatives(backend: Backend) {
             ..any(&["q"])
         })
     };
-    assert_eq!(MAX_TAG_OR_DEPTH, 5);
+    assert_eq!(MAX_OR_DEPTH, 5);
     // The deepest kept level applies…
     assert_eq!(search(chain(5, any(&["z"]))), ["xz", "z"]);
     // …its own alternatives (depth 6) are dropped, even an empty one.

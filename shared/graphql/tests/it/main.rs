@@ -6,22 +6,34 @@
 //! - `aggregations.rs`: acceptance 2 (aggregations, filters, geofences vs independent math).
 //! - `authn.rs`: acceptance 4 (token rejections, per-field privilege errors).
 //! - `cloud_events.rs`: cloudEvents / latestCloudEvent / availableCloudEventTypes.
+//! - `cloud_event_errors.rs`: their generic texts while the catalog is down (issue 18).
 //! - `routes.rs`: routes, limits, error shapes, null vs empty.
 //! - `segments.rs`: `segments` / `dailyActivity` (pages, summaries, validation, time zones).
 //! - `hostile.rs`: generated hostile documents and SQL injection payloads (issue 10).
 //! - `faults.rs`: the PostgreSQL catalog restarted under queries (issue 10).
 //! - `dialects.rs`: the telemetry-api and fetch-api dialects over the same lake (issue 11).
+//! - `shadow.rs`: shadow mode against a reference (issue 23).
+//! - `graphql_core.rs`: SDL, examples and introspection checked by graphql-core (issue 18).
+//! - `limits.rs`: SQL root fields in the complexity score (issue 18).
+//! - `privileges.rs`: privileges checked before any SQL (signals, segments, dataSummary; issue 18).
+//! - `mcp.rs`: `/mcp` through rmcp's client: tools, answers equal to /query's, auth (issue 23).
 
 mod aggregations;
 mod authn;
+mod cloud_event_errors;
 mod cloud_events;
 mod dialects;
 mod faults;
+mod graphql_core;
 mod hostile;
+mod limits;
+mod mcp;
+mod privileges;
 mod routes;
 mod ruptela;
 mod sdl;
 mod segments;
+mod shadow;
 
 use auth::dev::{DevClaims, DevSigner};
 use auth::Permission;
@@ -123,32 +135,36 @@ pub async fn fixture_in(
     limits: Limits,
     identity_url: Option<String>,
 ) -> Fixture {
-    {
-        let lake = t.open().unwrap();
-        lake::raw::ensure(&lake).unwrap();
-        lake::progress::ensure(&lake).unwrap();
-        let m = materialize::Materializer::builder(lake)
-            .emf(false)
-            .build()
-            .unwrap();
-        if !events.is_empty() {
-            sim::Writer::new(m.lake(), None)
-                .write_bundle(events)
-                .await
-                .unwrap();
-        }
-        for _ in 0..50 {
-            if m.drain(None, None).await.unwrap().caught_up {
-                break;
-            }
-        }
-    }
+    seed(&t, events).await;
     let links = identity_url.map(|u| {
         Arc::new(auth::remote::IdentityApi::new(reqwest::Client::new(), u))
             as Arc<dyn auth::DeviceLinks>
     });
     let lake = t.open().unwrap();
     serve(t, lake, limits, links, None)
+}
+
+/// Writes `events` into the (not yet created) lake `t` and drains them through the
+/// materializer.
+pub async fn seed(t: &TestLake, events: &[RawEvent]) {
+    let lake = t.open().unwrap();
+    lake::raw::ensure(&lake).unwrap();
+    lake::progress::ensure(&lake).unwrap();
+    let m = materialize::Materializer::builder(lake)
+        .emf(false)
+        .build()
+        .unwrap();
+    if !events.is_empty() {
+        sim::Writer::new(m.lake(), None)
+            .write_bundle(events)
+            .await
+            .unwrap();
+    }
+    for _ in 0..50 {
+        if m.drain(None, None).await.unwrap().caught_up {
+            break;
+        }
+    }
 }
 
 /// Serves `lake` (opened from `t`) in every dialect: one engine, one state per dialect

@@ -3,18 +3,10 @@
 
 use crate::*;
 use dq_cloudevent::json::parse_object_members;
-use std::path::PathBuf;
 
 const RUPTELA: &str = "0xF26421509Efe92861a587482100c6d728aBf1CD0";
 
-fn vector(name: &str) -> String {
-    let dir = std::env::var_os("DQ_VECTORS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        });
-    std::fs::read_to_string(dir.join(name)).unwrap()
-}
+use testkit::vector;
 
 /// The vector run as dq's parity test does: type dimo.status, dataversion r/v0/s, the Ruptela
 /// source, data = the raw `.data` text (its duplicate keys reach the decoder untouched).

@@ -15,6 +15,7 @@ use crate::*;
 backend_tests!(
     end_to_end,
     schema_setup_is_idempotent,
+    an_older_progress_table_gets_its_fence_column,
     keyset_never_skips_shared_keys
 );
 
@@ -151,6 +152,69 @@ fn schema_setup_is_idempotent(backend: Backend) {
     assert_eq!(
         count(m.lake(), "SELECT count(*) FROM lake.ingest_progress"),
         1
+    );
+}
+
+/// A catalog whose `lake.ingest_progress` predates the fence (an older build, Go dq) gets the
+/// column once, keeps its rows (the cursor and Go dq's daily watermark), and the cursor columns
+/// read as before; every window then writes the writer's token into the cursor row.
+fn an_older_progress_table_gets_its_fence_column(backend: Backend) {
+    let t = TestLake::new(backend);
+    let rt = runtime();
+    let lake = din_lake(&t);
+    lake.exec(
+        "an older progress table",
+        "CREATE TABLE lake.ingest_progress (partition VARCHAR, cursor VARCHAR);\n\
+         INSERT INTO lake.ingest_progress VALUES ('lake.raw_events#snapshot', '0'), \
+           ('lake.signals_latest#daily_watermark', '2026-08-01T00:00:00Z');",
+    )
+    .unwrap();
+    let report = materialize::schema::ensure(&lake).unwrap();
+    assert_eq!(report.columns_added, ["ingest_progress.fence"]);
+    assert!(materialize::schema::has_column(&lake, "ingest_progress", "fence").unwrap());
+    let head = lake::progress::head(&lake).unwrap();
+    let again = materialize::schema::ensure(&lake).unwrap();
+    assert!(again.columns_added.is_empty(), "{again:?}");
+    assert_eq!(
+        lake::progress::head(&lake).unwrap(),
+        head,
+        "a reboot mints no snapshot"
+    );
+    assert_eq!(count(&lake, "SELECT count(*) FROM lake.ingest_progress"), 2);
+    assert_eq!(
+        count(
+            &lake,
+            "SELECT count(*) FROM lake.ingest_progress WHERE fence IS NULL"
+        ),
+        2
+    );
+
+    let m = materializer(lake, None);
+    let writer = Writer::new(m.lake(), None);
+    rt.block_on(writer.write_bundle(&[status(1, "a", at(0), &[("speed", 1.0)])]))
+        .unwrap();
+    let run = drain(&rt, &m);
+    assert_eq!(run.counts.raw_rows, 1);
+    let (cursor, fence): (String, Option<i64>) = m
+        .lake()
+        .conn()
+        .query_row(
+            "SELECT cursor, fence FROM lake.ingest_progress WHERE partition = 'lake.raw_events#snapshot'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(cursor, m.cursor().unwrap().to_string());
+    assert!(m.cursor().unwrap() > 0);
+    assert_eq!(fence, Some(0), "an unleased writer's token is 0");
+    assert_eq!(
+        count(
+            m.lake(),
+            "SELECT count(*) FROM lake.ingest_progress WHERE partition = 'lake.signals_latest#daily_watermark' \
+             AND cursor = '2026-08-01T00:00:00Z' AND fence IS NULL"
+        ),
+        1,
+        "other progress rows are left alone"
     );
 }
 
