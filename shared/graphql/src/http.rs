@@ -329,13 +329,41 @@ pub fn share_lake(lake: lake::Lake) -> (Engine, Arc<fetch::Db>) {
 /// The router: `/query`, `/mcp` (module `mcp`), `/ready`, playground everywhere else.
 pub fn router(state: Arc<AppState>) -> Router {
     let mcp = crate::mcp::service(Arc::clone(&state), state.dialect, state.schema.clone());
+    let mcp =
+        Router::new()
+            .route_service("/mcp", mcp)
+            .route_layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&state),
+                mcp_jwt,
+            ));
     Router::new()
         .route("/query", get(graphql).post(graphql).options(options))
-        .route_service("/mcp", mcp)
+        .merge(mcp)
         .route("/ready", get(ready))
         .fallback(playground)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
+}
+
+/// `/query`'s JWT step in front of every `/mcp` request: no token is fine (the schema tools
+/// need none, and data tools then answer "jwt missing" through `/query`), but a token that does
+/// not validate is refused with `/query`'s 401 before MCP runs, as Go dq's middleware chain did.
+async fn mcp_jwt(
+    State(state): State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Some(v) = &state.validator {
+        let authorization = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+        if let Err(e) = authenticate(state.dialect, v, authorization).await {
+            tracing::warn!(path = "/mcp", error = %e, "jwt rejected");
+            return json_message(e.code().http_status(), e.message(auth::Surface::Http));
+        }
+    }
+    next.run(request).await
 }
 
 /// gqlgen's OPTIONS transport: 200 with the allowed methods.

@@ -313,13 +313,39 @@ async fn unauthorized_data_calls_get_an_mcp_error_and_no_data() {
     );
     client.cancel().await.unwrap();
 
-    // A token that does not validate is refused before GraphQL runs, as on /query.
-    let client = connect(&url, Some("not-a-jwt")).await;
-    let result = call(&client, "dq_get_latest_signals", latest).await;
-    assert_eq!(result.is_error, Some(true));
-    assert_eq!(result.structured_content, None);
-    assert_eq!(text(&result), "HTTP 401: JWT is invalid.");
+    // A token that does not validate is refused with /query's 401 before MCP runs: no
+    // initialize, no tool list, no call.
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+    config = config.auth_header("not-a-jwt".to_string());
+    let refused = ().serve(StreamableHttpClientTransport::from_config(config)).await;
+    assert!(
+        refused.is_err(),
+        "an invalid token initialized an MCP session"
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let target = url.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        testkit::http::request(
+            "POST",
+            &target,
+            &[
+                ("authorization", "Bearer not-a-jwt"),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ],
+            list.as_bytes(),
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        (answer.status, answer.text().as_str()),
+        (401, r#"{"message":"JWT is invalid."}"#)
+    );
+
     // Unknown tools and arguments are protocol errors.
+    let client = connect(&url, Some(&partial)).await;
     let unknown = client
         .call_tool(CallToolRequestParams::new("dq_get_everything"))
         .await;
