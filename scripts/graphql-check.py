@@ -12,7 +12,7 @@ project venv (scripts/venv.sh installs graphql-core).
 Example documents: ```graphql blocks of README.md (dq unless the info string names the dialect, as in
 ```graphql telemetry) and the GraphQL bodies of events/*.json and tests/invoke/events/*.json (the
 dialect from the file name, as tests/invoke picks the function: telemetry-graphql-, fetch-graphql-,
-graphql-). Exit status 1 with the reasons on any failure.
+graphql-), and tests/reconcile/<dialect>/*.graphql. Exit status 1 with the reasons on any failure.
 """
 
 import base64
@@ -74,6 +74,9 @@ def documents():
     for m in re.finditer(r"^```graphql(?:[ \t]+(\w+))?[ \t]*\n(.*?)^```", readme, re.M | re.S):
         line = readme.count("\n", 0, m.start()) + 1
         docs.append({"source": f"README.md:{line}", "dialect": m.group(1) or "dq", "query": m.group(2)})
+    # The committed reconcile documents (dqctl reconcile's defaults), one folder per dialect.
+    for path in sorted((ROOT / "tests" / "reconcile").glob("*/*.graphql")):
+        docs.append({"source": str(path.relative_to(ROOT)), "dialect": path.parent.name, "query": path.read_text()})
     for folder in EVENT_DIRS:
         for path in sorted((ROOT / folder).glob("*.json")):
             dialect = next((d for p, d in EVENT_PREFIXES if path.name.startswith(p)), None)
@@ -100,8 +103,9 @@ def check_sdl():
         failures += [f"{dialect}.graphql: {e.message}" for e in errors]
         schemas[dialect] = schema
     docs = documents()
-    if not any(d["source"].startswith("events/") for d in docs):
-        failures.append("no example document found in events/")
+    for folder in ("events/", "tests/reconcile/"):
+        if not any(d["source"].startswith(folder) for d in docs):
+            failures.append(f"no example document found in {folder}")
     for doc in docs:
         schema = schemas.get(doc["dialect"])
         if schema is None:
