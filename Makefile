@@ -19,7 +19,7 @@ help:
 	@echo "make extensions    provision the pinned DuckDB 1.5.4 extensions into $(DUCKDB_EXTENSION_DIR)"
 	@echo "make venv          create the Python venv with moto (S3 + DynamoDB API for tests)"
 	@echo "make bench-decode  decode throughput benchmark, results in BENCHMARKS.md"
-	@echo "make validate      sam validate --lint of template.yaml (offline; aws-sam-cli from the venv)"
+	@echo "make validate      sam validate --lint of template.yaml + tests/template/check_template.py (offline; aws-sam-cli from the venv)"
 	@echo "make layer         zip the DuckDB extensions as a Lambda layer (/opt/duckdb/extensions)"
 	@echo "make lambda        release build of every function with cargo-lambda, zipped, size-checked"
 	@echo "make invoke-test   every events/*.json through its function under the Lambda Runtime API emulator"
@@ -109,9 +109,11 @@ export LAMBDA_DIR LAMBDA_TARGET_DIR
 deploy-tools:
 	@scripts/deploy-tools.sh
 
-# Offline: cfn-lint over the SAM-transformed template, no AWS account or credentials needed.
+# Offline: cfn-lint over the SAM-transformed template, no AWS account or credentials needed;
+# then the operational properties asserted on the aws-sam-translator output (tests/template).
 validate: deploy-tools
 	AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(DQ_VENV)/bin/sam validate --lint --template template.yaml
+	AWS_DEFAULT_REGION=us-east-1 $(DQ_VENV)/bin/python tests/template/check_template.py
 
 layer: extensions
 	@scripts/layer.sh "$(DUCKDB_EXTENSION_DIR)" "$(LAMBDA_DIR)"

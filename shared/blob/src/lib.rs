@@ -73,7 +73,8 @@ pub enum BlobError {
         key: String,
     },
     /// S3 answered with an error other than a missing object, or could not be reached
-    /// (throttling, 5xx, access denied, timeout, network). Retry later.
+    /// (throttling, 5xx, access denied, timeout, network). Retry later; an access refusal
+    /// ([`BlobError::is_access_denied`]) only a bounded number of times.
     #[error("blob store error on `{key}`: {failure}")]
     S3 {
         /// Object key.
@@ -103,6 +104,23 @@ impl BlobError {
         )
     }
 
+    /// True when S3 refused the request for the caller's rights on the object (HTTP 403,
+    /// `AccessDenied`, or a KMS refusal of the object's key). A retry may clear it (a policy
+    /// being fixed), but it is not a fault of the service: callers retry it a bounded number of
+    /// times and then give the row up instead of blocking on it forever.
+    pub fn is_access_denied(&self) -> bool {
+        match self {
+            BlobError::S3 { failure, .. } => {
+                failure.status == Some(403)
+                    || failure
+                        .code
+                        .as_deref()
+                        .is_some_and(|c| c == "AccessDenied" || c.starts_with("KMS."))
+            }
+            _ => false,
+        }
+    }
+
     /// A stable label for metrics (`missing`, `oversize`, `sealed_no_key`, `decrypt`, …).
     pub fn reason(&self) -> &'static str {
         match self {
@@ -111,6 +129,7 @@ impl BlobError {
             BlobError::SealedNoKey { .. } => "sealed_no_key",
             BlobError::Decrypt { .. } => "decrypt",
             BlobError::InvalidKey { .. } => "invalid_key",
+            e if e.is_access_denied() => "access_denied",
             BlobError::S3 { .. } | BlobError::Transient { .. } => "transient",
             BlobError::Config(_) => "config",
         }
@@ -668,6 +687,24 @@ mod tests {
             message: "503".into()
         }
         .is_poison());
+        let s3 = |status: u16, code: &str| BlobError::S3 {
+            key: "k".into(),
+            failure: Box::new(S3Failure {
+                operation: "GetObject",
+                status: Some(status),
+                code: Some(code.into()),
+                message: None,
+                request_id: None,
+            }),
+        };
+        for e in [s3(403, "AccessDenied"), s3(400, "KMS.DisabledException")] {
+            assert!(e.is_access_denied() && !e.is_poison(), "{e}");
+            assert_eq!(e.reason(), "access_denied");
+        }
+        for e in [s3(500, "InternalError"), s3(503, "SlowDown")] {
+            assert!(!e.is_access_denied() && !e.is_poison(), "{e}");
+            assert_eq!(e.reason(), "transient");
+        }
         assert_eq!(
             BlobError::Oversize {
                 key: "k".into(),

@@ -27,6 +27,9 @@ pub const LAKE_DECODED_RETENTION: &str = "LAKE_DECODED_RETENTION";
 pub const DIMO_REGISTRY_CHAIN_ID: &str = "DIMO_REGISTRY_CHAIN_ID";
 /// Vehicle NFT contract of the gate (Go; unset or the zero address disables the gate).
 pub const VEHICLE_NFT_ADDRESS: &str = "VEHICLE_NFT_ADDRESS";
+/// Attempts at a blob S3 refuses (403, KMS access denied) before its row is counted as poison
+/// `blob_access_denied` (dq; positive; default 5; with backoff, within one window).
+pub const MATERIALIZER_BLOB_ACCESS_ATTEMPTS: &str = "MATERIALIZER_BLOB_ACCESS_ATTEMPTS";
 /// Print CloudWatch EMF metric lines on stdout (dq; default true).
 pub const MATERIALIZER_EMF: &str = "MATERIALIZER_EMF";
 
@@ -52,6 +55,8 @@ pub struct Config {
     pub retention: Option<Duration>,
     /// The vehicle gate for `dimo.status`.
     pub gate: VehicleGate,
+    /// Attempts at a blob S3 refuses before its row is poison.
+    pub blob_access_attempts: usize,
     /// Emit EMF lines.
     pub emf: bool,
 }
@@ -67,6 +72,7 @@ impl Default for Config {
             window_bytes: 64 << 20,
             retention: None,
             gate: VehicleGate::DISABLED,
+            blob_access_attempts: 5,
             emf: true,
         }
     }
@@ -128,6 +134,10 @@ impl Config {
         };
         size(MATERIALIZER_WINDOW_ROWS, &mut cfg.window_rows);
         size(MATERIALIZER_WINDOW_BYTES, &mut cfg.window_bytes);
+        size(
+            MATERIALIZER_BLOB_ACCESS_ATTEMPTS,
+            &mut cfg.blob_access_attempts,
+        );
         let chain = match get(DIMO_REGISTRY_CHAIN_ID).map(|v| v.parse::<u64>()) {
             None => None,
             Some(Ok(n)) => Some(n),
@@ -217,6 +227,7 @@ mod tests {
         let env = [
             (MATERIALIZER_MAX_SNAPSHOT_SPAN, "x"),
             (MATERIALIZER_POLL_INTERVAL, "soon"),
+            (MATERIALIZER_BLOB_ACCESS_ATTEMPTS, "0"),
             (
                 VEHICLE_NFT_ADDRESS,
                 "0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF",
@@ -232,6 +243,7 @@ mod tests {
         for key in [
             MATERIALIZER_MAX_SNAPSHOT_SPAN,
             MATERIALIZER_POLL_INTERVAL,
+            MATERIALIZER_BLOB_ACCESS_ATTEMPTS,
             DIMO_REGISTRY_CHAIN_ID,
         ] {
             assert!(err.contains(key), "{err}");
@@ -242,6 +254,7 @@ mod tests {
     fn defaults_and_gate() {
         let cfg = Config::from_lookup(|_| None).unwrap();
         assert_eq!(cfg.max_snapshot_span, 16);
+        assert_eq!(cfg.blob_access_attempts, 5);
         assert_eq!(cfg.gate, VehicleGate::DISABLED);
         let env = [
             (DIMO_REGISTRY_CHAIN_ID, "137"),

@@ -144,9 +144,18 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The pre-commit fencing check. A lease that is still ours but within the safety margin
+    /// (a window slower than TTL minus the margin) is renewed and checked again: failing it
+    /// would fail the same slow window on every invocation.
     async fn check(&self) -> Result<()> {
         match self.lease {
-            Some(l) => l.check().await,
+            Some(l) => match l.check().await {
+                Err(Error::Lease(lease::LeaseError::Expiring { .. })) => {
+                    l.renew().await?;
+                    l.check().await
+                }
+                other => other,
+            },
             None => Ok(()),
         }
     }
@@ -538,6 +547,8 @@ impl Materializer {
             let mut window = self
                 .read_window(&conn, source, &mut after, &mut s.counts, &mut oldest_event)
                 .await?;
+            // Reading (blob fetches) and decoding are the long phases: renew before writing.
+            writer.renew().await?;
             if window.exhausted && s.counts.raw_rows == 0 && to >= head {
                 // Only dq's own or maintenance snapshots remain: caught up, cursor untouched
                 // (advancing it would mint a snapshot and never catch up).
@@ -616,6 +627,7 @@ impl Materializer {
                 let resolved = resolve::resolve(
                     chunk.into_iter().map(|r| r.row).collect(),
                     self.blobs.as_ref(),
+                    self.config.blob_access_attempts,
                 )
                 .await?;
                 bytes += resolved.bytes;

@@ -40,9 +40,39 @@ fn decodable(event_type: &str) -> bool {
     event_type == types::STATUS || event_type == types::EVENTS
 }
 
+/// First pause before retrying a blob S3 refused; doubled per attempt up to [`ACCESS_BACKOFF_MAX`].
+const ACCESS_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
+/// Longest pause between attempts at a refused blob.
+const ACCESS_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads `key`, retrying an access refusal (403, KMS) with backoff until `attempts` were made.
+/// The attempts are made here, within one window, rather than counted across invocations: no
+/// per-row state is kept, and a refusal that outlasts them is given up as poison by the caller.
+async fn get_blob(store: &BlobStore, key: &str, attempts: usize) -> blob::Result<Vec<u8>> {
+    let mut pause = ACCESS_BACKOFF;
+    let mut attempt = 1;
+    loop {
+        match store.get(key, MAX_OBJECT_SIZE).await {
+            Err(e) if e.is_access_denied() && attempt < attempts => {
+                tracing::warn!(attempt, error = %e, "blob access denied, retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(ACCESS_BACKOFF_MAX);
+                attempt += 1;
+            }
+            got => return got,
+        }
+    }
+}
+
 /// Resolves `rows`. A transient blob failure (or a blob reference without a configured store)
-/// aborts with an error so the same delta is retried; nothing is skipped on a guess.
-pub async fn resolve(rows: Vec<RawRow>, blobs: Option<&Arc<BlobStore>>) -> Result<Resolved> {
+/// aborts with an error so the same delta is retried; nothing is skipped on a guess. A blob S3
+/// still refuses after `access_attempts` attempts is poison `blob_access_denied`: one unreadable
+/// object must not hold the cursor forever.
+pub async fn resolve(
+    rows: Vec<RawRow>,
+    blobs: Option<&Arc<BlobStore>>,
+    access_attempts: usize,
+) -> Result<Resolved> {
     let mut out = Resolved::default();
     let mut pending: Vec<(usize, String)> = Vec::new();
     let mut slots: Vec<Option<RawEvent>> = Vec::with_capacity(rows.len());
@@ -98,7 +128,7 @@ pub async fn resolve(rows: Vec<RawRow>, blobs: Option<&Arc<BlobStore>>) -> Resul
             for (slot, key) in batch {
                 let store = Arc::clone(store);
                 let (slot, key) = (*slot, key.clone());
-                set.spawn(async move { (slot, store.get(&key, MAX_OBJECT_SIZE).await) });
+                set.spawn(async move { (slot, get_blob(&store, &key, access_attempts).await) });
             }
             while let Some(joined) = set.join_next().await {
                 let (slot, got) = joined.map_err(|e| {
@@ -113,7 +143,7 @@ pub async fn resolve(rows: Vec<RawRow>, blobs: Option<&Arc<BlobStore>>) -> Resul
                             event.data = Some(String::from_utf8_lossy(&bytes).into_owned());
                         }
                     }
-                    Err(e) if e.is_poison() => {
+                    Err(e) if e.is_poison() || e.is_access_denied() => {
                         let id = slots[slot].as_ref().map(|ev| ev.header.id.clone());
                         tracing::warn!(cloud_event_id = ?id, reason = e.reason(), error = %e, "blob poison, row skipped");
                         out.count(&format!("blob_{}", e.reason()));
@@ -169,6 +199,7 @@ mod tests {
         let out = resolve(
             vec![b64, bad, tomb, extras, row("dimo.fingerprint", "f")],
             None,
+            1,
         )
         .await
         .unwrap();
@@ -185,7 +216,7 @@ mod tests {
         r.data = None;
         r.data_index_key = Some("cloudevent/blobs/s/x".into());
         assert!(matches!(
-            resolve(vec![r], None).await,
+            resolve(vec![r], None, 1).await,
             Err(Error::NoBlobStore { .. })
         ));
     }

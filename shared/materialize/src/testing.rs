@@ -36,6 +36,7 @@ pub fn all_raw_rows(
     rt.block_on(crate::resolve::resolve(
         rows.into_iter().map(|r| r.row).collect(),
         blobs,
+        crate::config::Config::default().blob_access_attempts,
     ))
     .unwrap()
 }

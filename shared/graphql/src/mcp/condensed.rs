@@ -120,17 +120,7 @@ fn signal_table(out: &mut String, types: &Types, signal_types: &[&str]) {
         // Group the type's signals by (arguments, return type) so each form prints once.
         let mut forms: Vec<(String, usize)> = Vec::new();
         for field in signal_fields(types[name]) {
-            let args: Vec<String> = field
-                .arguments
-                .iter()
-                .map(|a| input_value(&a.node))
-                .collect();
-            let args = if args.is_empty() {
-                String::new()
-            } else {
-                format!("({})", args.join(", "))
-            };
-            let form = format!("<signal>{args}: {}", field.ty.node);
+            let form = format!("<signal>{}: {}", arguments(field), field.ty.node);
             match forms.iter_mut().find(|(f, _)| *f == form) {
                 Some((_, n)) => *n += 1,
                 None => forms.push((form, 1)),
@@ -217,19 +207,23 @@ fn privileges(directives: &[Positioned<ConstDirective>]) -> String {
         .join(" ")
 }
 
-/// `name(args): Type @directives` without the signal markers.
-fn field_line(field: &FieldDefinition) -> String {
+/// A field's `(name: Type = default, …)`, or nothing when it takes no arguments.
+fn arguments(field: &FieldDefinition) -> String {
     let args: Vec<String> = field
         .arguments
         .iter()
         .map(|a| input_value(&a.node))
         .collect();
-    let args = if args.is_empty() {
+    if args.is_empty() {
         String::new()
     } else {
         format!("({})", args.join(", "))
-    };
-    let mut line = format!("{}{args}: {}", field.name.node, field.ty.node);
+    }
+}
+
+/// `name(args): Type @directives` without the signal markers.
+fn field_line(field: &FieldDefinition) -> String {
+    let mut line = format!("{}{}: {}", field.name.node, arguments(field), field.ty.node);
     for d in &field.directives {
         let d = &d.node;
         if MARKERS.contains(&d.name.node.as_str()) {

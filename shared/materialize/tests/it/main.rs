@@ -7,11 +7,13 @@
 //! - `expiry.rs`: expired change feed and backfill (acceptance 5).
 //! - `rollups.rs`: rollups equal the recompute (acceptance 7, property test).
 //! - `parallel.rs`: concurrent materializers on PostgreSQL (acceptance 2).
+//! - `renewal.rs`: lease renewal around slow windows.
 
 mod e2e;
 mod expiry;
 mod parallel;
 mod poison;
+mod renewal;
 mod rollups;
 
 use std::sync::Arc;
@@ -55,6 +57,31 @@ pub fn local_blobs(t: &TestLake) -> Arc<BlobStore> {
             .block_on(BlobStore::open(&BlobConfig::local(t.path("blobs"))))
             .unwrap(),
     )
+}
+
+/// A blob store on a fresh moto bucket reached through `proxy` (prefix `blobs/`, no sealing).
+pub fn moto_store(rt: &tokio::runtime::Runtime, proxy: &testkit::FaultProxy) -> Arc<BlobStore> {
+    let moto = testkit::shared_moto();
+    let bucket = testkit::unique_name("blobs");
+    moto.create_bucket(&bucket).unwrap();
+    Arc::new(
+        rt.block_on(BlobStore::open(&BlobConfig {
+            bucket,
+            prefix: "blobs/".into(),
+            region: Some(moto.region().into()),
+            access_key_id: Some(moto.access_key().into()),
+            secret_access_key: Some(moto.secret_key().into()),
+            endpoint: Some(proxy.endpoint()),
+            ..BlobConfig::default()
+        }))
+        .unwrap(),
+    )
+}
+
+/// A fault proxy in front of the shared moto server.
+pub fn moto_proxy() -> testkit::FaultProxy {
+    let port = testkit::shared_moto().port();
+    testkit::FaultProxy::start(std::net::SocketAddr::from(([127, 0, 0, 1], port))).unwrap()
 }
 
 /// A test materializer: small windows and chunks so spans take several windows.

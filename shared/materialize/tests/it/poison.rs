@@ -14,7 +14,8 @@ use crate::*;
 
 backend_tests!(
     poison_is_counted_and_skipped,
-    transient_blob_failure_aborts_and_loses_nothing
+    transient_blob_failure_aborts_and_loses_nothing,
+    s3_access_denied_is_poison_after_attempts_and_5xx_stays_transient
 );
 
 const KEY_A: &str = "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=";
@@ -150,4 +151,89 @@ fn transient_blob_failure_aborts_and_loses_nothing(backend: Backend) {
         .map(|r| r.cloud_event_id)
         .collect();
     assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["blob", "inline"]);
+}
+
+/// A blob S3 refuses (403 through the fault proxy in front of moto) is retried, then counted as
+/// poison `blob_access_denied` after `blob_access_attempts` attempts while the rest of the span
+/// commits; a 5xx on the same blob stays transient however many spans fail on it.
+fn s3_access_denied_is_poison_after_attempts_and_5xx_stays_transient(backend: Backend) {
+    use testkit::Fault;
+
+    let t = TestLake::new(backend);
+    let rt = runtime();
+    let proxy = moto_proxy();
+    let store = moto_store(&rt, &proxy);
+    let key = "blobs/s/denied";
+    rt.block_on(
+        store.put(
+            key,
+            status(1, "x", at(1), &[("speed", 7.0)])
+                .data
+                .unwrap()
+                .as_bytes(),
+        ),
+    )
+    .unwrap();
+    let cfg = materialize::Config {
+        blob_access_attempts: 3,
+        emf: false,
+        ..materialize::Config::default()
+    };
+    let m = materialize::Materializer::builder(din_lake(&t))
+        .config(cfg)
+        .blobs(Some(store))
+        .window(300, 1 << 20)
+        .chunk_rows(64)
+        .max_snapshot_span(4)
+        .build()
+        .unwrap();
+    let rows = vec![
+        RawRow::from_event(&status(1, "before", at(0), &[("speed", 1.0)])),
+        blob_row("denied", key),
+        RawRow::from_event(&status(1, "after", at(2), &[("speed", 2.0)])),
+    ];
+    Writer::new(m.lake(), None).commit(&rows).unwrap();
+
+    // 5xx: transient on every span, more spans than the access attempts; never poison.
+    proxy.set(Fault::s3_5xx());
+    let err = loop {
+        match rt.block_on(m.run_span(None)) {
+            Ok(s) => assert_eq!(s.outcome, Outcome::Committed, "{s:?}"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, Error::TransientBlob(_)), "{err}");
+    let stuck = m.cursor().unwrap();
+    for _ in 0..3 {
+        let again = rt.block_on(m.run_span(None)).unwrap_err();
+        assert!(matches!(again, Error::TransientBlob(_)), "{again}");
+    }
+    assert_eq!(m.cursor().unwrap(), stuck, "a 5xx never moves the cursor");
+    assert_eq!(count(m.lake(), "SELECT count(*) FROM lake.signals"), 0);
+
+    // 403: retried, then poison with its reason; the other rows commit.
+    proxy.set(Fault::Answer {
+        status: 403,
+        content_type: "application/xml",
+        body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>".into(),
+    });
+    let injected = proxy.injected();
+    let run = drain(&rt, &m);
+    assert_eq!(
+        run.counts.poison.get("blob_access_denied"),
+        Some(&1),
+        "{run:?}"
+    );
+    assert!(
+        proxy.injected() - injected >= 3,
+        "3 attempts before giving up: {}",
+        proxy.injected() - injected
+    );
+    assert_eq!(m.cursor().unwrap(), run.to, "the cursor moved on");
+    assert!(run.caught_up, "{run:?}");
+    let ids: Vec<String> = stored_signals(m.lake())
+        .into_iter()
+        .map(|r| r.cloud_event_id)
+        .collect();
+    assert_eq!(ids, ["before", "after"]);
 }
