@@ -19,7 +19,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         e
     })?;
     // Shadow mode (`SHADOW_REFERENCE_URL`): sampled /query requests compared with a reference.
-    let shadow = graphql::shadow::Shadow::from_env()?;
+    let shadow = graphql::shadow::Shadow::from_env(state.dialect())?;
     let shadowed = |router: axum::Router| match &shadow {
         Some(s) => Arc::clone(s).wrap(router),
         None => router,

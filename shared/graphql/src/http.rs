@@ -271,6 +271,11 @@ impl AppState {
         self.cloud_events = Some(Arc::new(backend));
         self
     }
+
+    /// The dialect this deployment serves.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
 }
 
 /// Builds the process state from the environment: the lake (opened once), the JWT validator
@@ -353,15 +358,8 @@ async fn mcp_jwt(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if let Some(v) = &state.validator {
-        let authorization = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .map(|v| v.to_str().unwrap_or("\u{fffd}"));
-        if let Err(e) = authenticate(state.dialect, v, authorization).await {
-            tracing::warn!(path = "/mcp", error = %e, "jwt rejected");
-            return json_message(e.code().http_status(), e.message(auth::Surface::Http));
-        }
+    if let Err(rejected) = jwt_step(&state, request.headers(), "/mcp").await {
+        return rejected;
     }
     next.run(request).await
 }
@@ -462,18 +460,9 @@ async fn handle_query(
         return resp;
     };
     let deadline = Instant::now() + state.limits.max_request_duration;
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    let principal = match &state.validator {
-        Some(v) => match authenticate(state.dialect, v, authorization).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(path = %uri.path(), error = %e, "jwt rejected");
-                return json_message(e.code().http_status(), e.message(auth::Surface::Http));
-            }
-        },
-        None => None,
+    let principal = match jwt_step(&state, &headers, uri.path()).await {
+        Ok(p) => p,
+        Err(rejected) => return rejected,
     };
     let Some(_slot) = state
         .limiter
@@ -525,6 +514,27 @@ async fn handle_query(
         StatusCode::OK
     };
     (status, axum::Json(response)).into_response()
+}
+
+/// The JWT step of `/query` and `/mcp`: the caller (none without a token or without an issuer
+/// configured), or the HTTP rejection to answer (logged with `path`).
+async fn jwt_step(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &str,
+) -> Result<Option<Principal>, Response> {
+    let Some(validator) = &state.validator else {
+        return Ok(None);
+    };
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    authenticate(state.dialect, validator, authorization)
+        .await
+        .map_err(|e| {
+            tracing::warn!(path, error = %e, "jwt rejected");
+            json_message(e.code().http_status(), e.message(auth::Surface::Http))
+        })
 }
 
 /// The JWT step; telemetry also rejects tokens whose `asset` is not a vehicle or account DID

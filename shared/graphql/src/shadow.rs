@@ -199,18 +199,14 @@ impl Shadow {
         })
     }
 
-    /// The shadow of this process's dialect (`GRAPHQL_DIALECT`) from the `SHADOW_*` settings;
-    /// `None` when off.
+    /// The shadow of a `dialect` deployment (the one its state parsed from `GRAPHQL_DIALECT`)
+    /// from the `SHADOW_*` settings; `None` when off.
     ///
     /// # Errors
     /// An invalid setting.
-    pub fn from_env() -> Result<Option<Arc<Shadow>>, String> {
+    pub fn from_env(dialect: Dialect) -> Result<Option<Arc<Shadow>>, String> {
         let Some(config) = ShadowConfig::from_lookup(|k| std::env::var(k).ok())? else {
             return Ok(None);
-        };
-        let dialect = match std::env::var("GRAPHQL_DIALECT") {
-            Ok(d) if !d.trim().is_empty() => d.parse()?,
-            _ => Dialect::default(),
         };
         Shadow::new(dialect, config).map(|s| Some(Arc::new(s)))
     }

@@ -22,6 +22,8 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use sim::{SeedOptions, Writer};
 
+use crate::cursor;
+
 const BIN: &str = env!("CARGO_BIN_EXE_materializer");
 
 fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
@@ -53,19 +55,6 @@ fn command(t: &TestLake, blob_dir: &std::path::Path, args: &[&str]) -> Command {
         .env_remove("MATERIALIZER_LEASE_TABLE")
         .stdin(Stdio::null());
     cmd
-}
-
-/// The committed cursor (0 before the first pass created it).
-fn cursor(lake: &lake::Lake) -> i64 {
-    lake.conn()
-        .query_row(
-            "SELECT cursor FROM lake.ingest_progress WHERE partition = ?",
-            [materialize::schema::CURSOR_PARTITION],
-            |r| r.get::<_, String>(0),
-        )
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
 }
 
 fn kill9(child: &mut Child) {

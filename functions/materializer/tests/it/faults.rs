@@ -22,6 +22,8 @@ use materialize::Materializer;
 use serde_json::{json, Value};
 use sim::{SeedOptions, Writer};
 
+use crate::cursor;
+
 /// A DBE1 blob key (32 bytes) for the sealed blobs of the S3 test.
 const BLOB_KEY: &str = "ZWZnaGlqa2xtbm9wcXJzdHV2d3h5ent8fX5/gIGCg4Q=";
 /// moto takes any credentials: a distinctive secret, so a leak would be found in the logs.
@@ -88,19 +90,6 @@ fn dynamo_lease(rt: &tokio::runtime::Runtime) -> lease::Lease {
         .unwrap();
     rt.block_on(lease.create_table_if_missing()).unwrap();
     lease
-}
-
-/// The committed cursor.
-fn cursor(lake: &Lake) -> i64 {
-    lake.conn()
-        .query_row(
-            "SELECT cursor FROM lake.ingest_progress WHERE partition = ?",
-            [materialize::schema::CURSOR_PARTITION],
-            |r| r.get::<_, String>(0),
-        )
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
 }
 
 /// The decoded tables equal the oracle over the raw rows: nothing lost, nothing twice.

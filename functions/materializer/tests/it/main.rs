@@ -38,6 +38,20 @@ const EVENTS: [(&str, &str); 5] = [
     ),
 ];
 
+/// The committed cursor as an observer reads it (0 before the first pass created the row);
+/// unlike `Materializer::cursor` it never re-seeds a missing row.
+fn cursor(lake: &lake::Lake) -> i64 {
+    lake.conn()
+        .query_row(
+            "SELECT cursor FROM lake.ingest_progress WHERE partition = ?",
+            [materialize::schema::CURSOR_PARTITION],
+            |r| r.get::<_, String>(0),
+        )
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A raw status row committed the way din does, without the simulator.
 mod raw_fixture {
     pub fn status_row(lake: &lake::Lake, id: &str, time: &str) {
