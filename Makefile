@@ -19,10 +19,12 @@ help:
 	@echo "make extensions    provision the pinned DuckDB 1.5.4 extensions into $(DUCKDB_EXTENSION_DIR)"
 	@echo "make venv          create the Python venv with moto (S3 + DynamoDB API for tests)"
 	@echo "make bench-decode  decode throughput benchmark, results in BENCHMARKS.md"
-	@echo "make validate      sam validate --lint of template.yaml + tests/template/check_template.py (offline; aws-sam-cli from the venv)"
+	@echo "make validate      sam validate --lint of template.yaml + tests/template/check_build.py, check_template.py, check_settings.py (offline; aws-sam-cli from the venv)"
 	@echo "make layer         zip the DuckDB extensions as a Lambda layer (/opt/duckdb/extensions)"
 	@echo "make lambda        release build of every function with cargo-lambda, zipped, size-checked"
+	@echo "make sam-build     sam build --config-env \$$SAM_CONFIG_ENV (dev): the make lambda binaries + the layer into .aws-sam/build"
 	@echo "make invoke-test   every events/*.json through its function under the Lambda Runtime API emulator"
+	@echo "make playground-check  GraphiQL at / in headless chromium: run a query, screenshot docs/playground.png"
 	@echo "make bench-materializer  materializer events/s beside the engine floor (1M events, file + PostgreSQL)"
 	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService, segments, dailyActivity (200 vehicles x 30 days, file + PostgreSQL)"
 	@echo "make bench         every case in one run (200 vehicles x 30 days, PostgreSQL) beside the DuckDB floor and ClickHouse (chDB); BENCHMARKS.md + BENCHMARKS.json"
@@ -51,7 +53,7 @@ test-only: extensions venv
 fuzz-build:
 	$(CARGO) build --manifest-path shared/decode/fuzz/Cargo.toml
 
-test: extensions venv lint test-only invoke-test validate fuzz-build
+test: extensions venv lint test-only invoke-test validate fuzz-build playground-check
 
 # Starts from an empty lake each time so the output is reproducible (scripts/demo.sh): seed,
 # decode until caught up, then serve FetchService and GraphQL (one port per dialect: PORT,
@@ -63,6 +65,21 @@ demo: extensions
 
 clean-demo:
 	rm -rf "$(DEMO_DIR)"
+
+# GraphiQL as a person uses it: Debian's chromium, headless, opens `/` of the graphql binary on a
+# freshly seeded lake, types and runs a query and finds the lake's answer in the result pane
+# (tests/playground/check.mjs); the screenshot is kept as docs/playground.png. Driver:
+# playwright-core pinned by tests/playground/package-lock.json, never a downloaded browser.
+.PHONY: playground-check
+PLAYGROUND_NPM = tests/playground/node_modules/.package-lock.json
+$(PLAYGROUND_NPM): tests/playground/package.json tests/playground/package-lock.json
+	@command -v node >/dev/null || { echo "playground-check: needs Node.js >= 20"; exit 1; }
+	cd tests/playground && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund --prefer-offline
+	@touch $@
+
+playground-check: extensions build $(PLAYGROUND_NPM)
+	@test -x /usr/bin/chromium || { echo "playground-check: needs Debian's chromium: apt-get install -y chromium"; exit 1; }
+	timeout --kill-after=10 300 node tests/playground/check.mjs --bin-dir "$(CARGO_TARGET_DIR)/debug" --screenshot docs/playground.png
 
 BENCH = DQ_BENCH_COMMIT=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown) $(CARGO_TARGET_DIR)/debug/dq-bench
 
@@ -98,7 +115,7 @@ reliability: extensions venv
 		$(CARGO) test --workspace --no-fail-fast -- faults:: hostile:: load:: rejected_tokens
 	python3 scripts/reliability-report.py "$(RELIABILITY_DIR)" RELIABILITY.md "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
-# ---- AWS SAM deployment (README "Deploy (AWS SAM)") ----
+# ---- AWS SAM deployment (docs/deploy.md) ----
 LAMBDA_DIR ?= $(CURDIR)/.local/lambda
 # The release build gets its own target directory: it never waits on the debug build's lock.
 LAMBDA_TARGET_DIR ?= /var/tmp/dq-target-lambda
@@ -113,13 +130,39 @@ deploy-tools:
 # then the operational properties asserted on the aws-sam-translator output (tests/template).
 validate: deploy-tools
 	AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(DQ_VENV)/bin/sam validate --lint --template template.yaml
+	$(DQ_VENV)/bin/python tests/template/check_build.py
 	AWS_DEFAULT_REGION=us-east-1 $(DQ_VENV)/bin/python tests/template/check_template.py
+	AWS_DEFAULT_REGION=us-east-1 $(DQ_VENV)/bin/python tests/template/check_settings.py
 
 layer: extensions
 	@scripts/layer.sh "$(DUCKDB_EXTENSION_DIR)" "$(LAMBDA_DIR)"
 
 lambda: deploy-tools layer
 	@scripts/lambda.sh
+
+# `sam build` (BuildMethod makefile in template.yaml) runs `make build-<LogicalId>` per function;
+# each copies its binary from the one scripts/lambda.sh build of that `sam build`
+# (deploy/sam-artifact.sh), so SAM deploys what `make lambda` builds. SAM must run the targets in
+# this checkout, not in a copy of it (samconfig.toml: build_in_source = true).
+SAM_BIN_MaterializerFunction := materializer
+SAM_BIN_MaintenanceFunction := materializer
+SAM_BIN_GraphqlFunction := graphql
+SAM_BIN_TelemetryGraphqlFunction := graphql
+SAM_BIN_FetchGraphqlFunction := graphql
+SAM_BIN_FetchFunction := fetch
+SAM_FUNCTIONS := MaterializerFunction MaintenanceFunction GraphqlFunction TelemetryGraphqlFunction FetchGraphqlFunction FetchFunction
+SAM_MAKEFILE_DIR := $(patsubst %/,%,$(dir $(abspath $(firstword $(MAKEFILE_LIST)))))
+SAM_CONFIG_ENV ?= dev
+.PHONY: sam-build $(addprefix build-,$(SAM_FUNCTIONS))
+
+$(addprefix build-,$(SAM_FUNCTIONS)): build-%:
+	@if [[ "$(CURDIR)" != "$(SAM_MAKEFILE_DIR)" ]]; then \
+		echo "build-$*: running in a copy ($(CURDIR)); run sam build with --build-in-source (samconfig.toml sets it)" >&2; exit 1; fi
+	@deploy/sam-artifact.sh $(SAM_BIN_$*) "$(ARTIFACTS_DIR)"
+
+# The layer tree must exist before SAM packages it; cargo-lambda comes from the venv.
+sam-build: deploy-tools layer
+	PATH="$(DQ_VENV)/bin:$$PATH" SAM_CLI_TELEMETRY=0 $(DQ_VENV)/bin/sam build --config-env $(SAM_CONFIG_ENV)
 
 # Fails when a function zip plus the layer exceeds Lambda's 250 MB unzipped limit.
 lambda-size:

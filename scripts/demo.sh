@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make demo: seed a fresh local lake with the din simulator, decode it with the materializer until
 # caught up (printing its summary), then serve it: FetchService (gRPC + gRPC-web) and the graphql
-# binary once per GraphQL dialect, each on its own port (README "Dialects"), each printing a curl
-# with a development token, then the MCP endpoints (README "MCP"). Ctrl-C stops them all.
+# binary once per GraphQL dialect, each on its own port (docs/dialects.md), each printing a curl
+# with a development token, then the MCP endpoints (docs/cutover.md). Ctrl-C stops them all.
 #
 # Ports: PORT (dq dialect, 8080), PORT_TELEMETRY (telemetry-api dialect, 8081), PORT_FETCH
 # (fetch-api dialect, 8082), PORT_GRPC (FetchService, 8086).

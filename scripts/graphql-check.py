@@ -4,12 +4,12 @@ independent of the server's async-graphql. Run by shared/graphql/tests/it/graphq
 project venv (scripts/venv.sh installs graphql-core).
 
     graphql-check.py sdl                          each committed SDL loads and validates, and every
-                                                  example document (README, events) validates
+                                                  example document (README and docs/, events) validates
     graphql-check.py documents                    the example documents as JSON [{source, dialect, query}]
     graphql-check.py introspection DIALECT        the answer (JSON, on stdin) to the committed introspection
                                                   query rebuilds into the dialect's committed SDL
 
-Example documents: ```graphql blocks of README.md (dq unless the info string names the dialect, as in
+Example documents: ```graphql blocks of README.md and docs/*.md (dq unless the info string names the dialect, as in
 ```graphql telemetry) and the GraphQL bodies of events/*.json and tests/invoke/events/*.json (the
 dialect from the file name, as tests/invoke picks the function: telemetry-graphql-, fetch-graphql-,
 graphql-), and tests/reconcile/<dialect>/*.graphql. Exit status 1 with the reasons on any failure.
@@ -70,10 +70,11 @@ def event_query(event):
 
 def documents():
     docs = []
-    readme = (ROOT / "README.md").read_text()
-    for m in re.finditer(r"^```graphql(?:[ \t]+(\w+))?[ \t]*\n(.*?)^```", readme, re.M | re.S):
-        line = readme.count("\n", 0, m.start()) + 1
-        docs.append({"source": f"README.md:{line}", "dialect": m.group(1) or "dq", "query": m.group(2)})
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text()
+        for m in re.finditer(r"^```graphql(?:[ \t]+(\w+))?[ \t]*\n(.*?)^```", text, re.M | re.S):
+            line = text.count("\n", 0, m.start()) + 1
+            docs.append({"source": f"{path.relative_to(ROOT)}:{line}", "dialect": m.group(1) or "dq", "query": m.group(2)})
     # The committed reconcile documents (dqctl reconcile's defaults), one folder per dialect.
     for path in sorted((ROOT / "tests" / "reconcile").glob("*/*.graphql")):
         docs.append({"source": str(path.relative_to(ROOT)), "dialect": path.parent.name, "query": path.read_text()})

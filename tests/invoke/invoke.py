@@ -4,19 +4,22 @@
 Every file in events/ is sent to its function running as a real Lambda custom runtime: the built
 binary polls cargo-lambda's Runtime API emulator (`cargo lambda watch --only-lambda-apis`) and each
 event goes in through `cargo lambda invoke --data-file`, exactly the path AWS uses (Runtime API
-`next` / `response` / `error`). No Docker, no network: the stack is a file catalog, a local data
-directory and a local blob store in a temporary directory, seeded with `dqctl seed` like
-`make demo`, and the extensions are read from a tree laid out like the Lambda layer
-(<tmp>/opt/duckdb/extensions, as DUCKDB_EXTENSION_DIR=/opt/duckdb/extensions in template.yaml).
+`next` / `response` / `error`). No Docker, nothing beyond 127.0.0.1: the stack is what
+`sam local --docker-network host` would reach on a host, a throwaway PostgreSQL catalog and a
+moto S3 endpoint (bucket `lake`: data under data/, blobs under din's prefix) started by the
+`dq-stack` binary, seeded with `dqctl seed` like `make demo`; the extensions are read from a tree
+laid out like the Lambda layer (<tmp>/opt/duckdb/extensions).
 
-Events come from events/ (the samples shipped with the functions) and tests/invoke/events/ (events
-written against the seeded demo fleet, e.g. its first vehicle did:erc721:137:0xbA57…:135114).
+Events come from events/ (the samples shipped with the functions) and tests/invoke/events/ (routes
+the samples do not cover). Every query sample names the seeded demo fleet (e.g. its first vehicle
+did:erc721:137:0xbA57…:135114, seeded from DEMO_START so event ids are stable; the gRPC-web
+bodies come from tests/invoke/grpc_web_events.py) and its expectation proves data was found.
 They map to functions by file-name prefix (the longest that matches): materializer-*.json,
 graphql-*.json, telemetry-graphql-*.json, fetch-graphql-*.json, fetch-*.json. A file with another
 prefix fails the test (so nothing is silently skipped). telemetry-graphql and fetch-graphql are
 template.yaml's TelemetryGraphqlFunction and FetchGraphqlFunction: the same graphql binary with
 GRAPHQL_DIALECT=telemetry / fetch (graphql runs with GRAPHQL_DIALECT=dq, as GraphqlFunction).
-Functions run one at a time (a file catalog has one writer process) in the order of FUNCTIONS;
+Functions run one at a time in the order of FUNCTIONS;
 inside a function the *-scheduled* events go first, then the rest by name. Between the materializer
 and the query functions the materializer binary drains the lake in local mode (`--once`) so
 queries see decoded data.
@@ -28,16 +31,22 @@ Assertions:
                 "data" and no "errors"; /grpc.* responses are gRPC-web with grpc-status 0 and a
                 message frame. tests/invoke/expect/<event file name> may set "statusCode",
                 "body" (exact JSON), "dataNotNull" (dotted paths under data; a number
-                indexes a list), "grpcStatus"
-                (sample events written for a crate's own test fixture can name data the demo
-                lake does not hold), each with a "why".
+                indexes a list), "grpcStatus", "messageContains" (strings a gRPC-web message
+                frame must carry, e.g. the ids of the events that prove data was found), each
+                with a "why".
 `__DEV_TOKEN__` in an event is replaced by an RS256 token for the event's vehicle (its first
 did:erc721, else the DID of its first `tokenId: N` under the function's DIMO_REGISTRY_CHAIN_ID /
 VEHICLE_NFT_ADDRESS, as the telemetry dialect resolves it), signed by a key
 made for the run whose JWKS is served on 127.0.0.1 (the query functions always get it as
 TOKEN_EXCHANGE_ISSUER_URL / TOKEN_EXCHANGE_JWK_KEY_SET_URL: inside Lambda they refuse to start
-without an issuer); this needs the venv's python (cryptography). Optional per-function settings: tests/invoke/<function>.env (KEY=VALUE lines, $TMP expands to
-the temporary stack directory).
+without an issuer); this needs the venv's python (cryptography).
+
+Each function's environment is the one `sam local invoke <LogicalId> --env-vars
+tests/invoke/env-vars.json` gives it (Docker is not available here, so the emulator stands in for
+sam's container): template.yaml's Globals and function variables resolved against the parameter
+defaults, then the env-vars file's overrides (the local stack's paths, the run's issuer), each of
+which must name a variable the template declares for that function (tests/invoke/template_env.py),
+then the runtime's own AWS_LAMBDA_* variables.
 
 The first invocation of each function measures its cold start under the emulator: process spawn
 to first answer (runtime init: settings, DuckDB + extensions + catalog attach, then the first
@@ -55,24 +64,32 @@ import shutil
 import socket
 import subprocess
 import sys
+import string
 import tempfile
 import threading
 import time
 
+import template_env
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# Invocation order; event file-name prefix -> (binary, extra settings). One graphql function per
-# GraphQL dialect, as template.yaml deploys them.
+# Invocation order; event file-name prefix -> (binary, template.yaml function). One graphql
+# function per GraphQL dialect, as template.yaml deploys them; each gets its environment from the
+# template (tests/invoke/template_env.py) plus tests/invoke/env-vars.json, as `sam local invoke
+# <function> --env-vars tests/invoke/env-vars.json` would.
 FUNCTIONS = {
-    "materializer": ("materializer", {}),
-    "graphql": ("graphql", {"GRAPHQL_DIALECT": "dq"}),
-    "telemetry-graphql": ("graphql", {"GRAPHQL_DIALECT": "telemetry"}),
-    "fetch-graphql": ("graphql", {"GRAPHQL_DIALECT": "fetch"}),
-    "fetch": ("fetch", {}),
+    "materializer": ("materializer", "MaterializerFunction"),
+    "graphql": ("graphql", "GraphqlFunction"),
+    "telemetry-graphql": ("graphql", "TelemetryGraphqlFunction"),
+    "fetch-graphql": ("graphql", "FetchGraphqlFunction"),
+    "fetch": ("fetch", "FetchFunction"),
 }
 QUERY_FUNCTIONS = {"graphql", "telemetry-graphql", "fetch-graphql", "fetch"}
 # The telemetry dialect's defaults for tokenId -> did:erc721 (shared/graphql dialect settings).
 DEFAULT_CHAIN_ID, DEFAULT_VEHICLE_CONTRACT = "137", "0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF"
 DUCKDB_VERSION, PLATFORM = "v1.5.4", "linux_amd64"
+# The demo fleet's first day: event ids are KSUIDs that embed the event time, so a fixed start
+# keeps the ids and index keys the sample events name (tests/invoke/grpc_web_events.py).
+DEMO_START = "2026-12-01T00:00:00Z"
 EXTENSIONS = ["ducklake", "icu", "postgres_scanner", "httpfs", "aws"]
 INVOKE_TIMEOUT_S = 600
 
@@ -125,17 +142,6 @@ def function_of(path: pathlib.Path):
 
 def event_order(path: pathlib.Path):
     return (0 if "scheduled" in path.stem else 1, path.name)
-
-
-def load_env_file(path: pathlib.Path, tmp: pathlib.Path) -> dict:
-    env = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                k, v = line.split("=", 1)
-                env[k.strip()] = v.strip().replace("$TMP", str(tmp))
-    return env
 
 
 # ---- assertions ---------------------------------------------------------------------------------
@@ -236,6 +242,10 @@ def check_http(event: dict, out, expect: dict) -> str:
         data = [p for f, p in frames if not f & 0x80]
         if want_grpc == "0" and not data and not expect.get("allowEmpty"):
             raise Failure("gRPC-web response carries no message frame")
+        # Protobuf strings travel as raw UTF-8, so a value the answer must carry is a substring.
+        for text in expect.get("messageContains", []):
+            if not any(text.encode() in p for p in data):
+                raise Failure(f"no message frame contains {text!r}")
         return f"{status} grpc-status {grpc_status}, {len(data)} message frame(s), {sum(map(len, data))} bytes"
     if not body and want_status == 200 and not expect.get("allowEmpty"):
         raise Failure("empty body")
@@ -345,6 +355,8 @@ def main() -> int:
     ap.add_argument("--layer", help="use this layer tree (e.g. .local/lambda/layer from `make layer`) as /opt "
                     "instead of links to --extensions")
     ap.add_argument("--report", default=str(ROOT / ".local" / "invoke" / "report.json"))
+    ap.add_argument("--env-vars", default=str(ROOT / "deploy" / "sam-local-env.json"),
+                    help="sam local --env-vars file applied over template.yaml's environment")
     ap.add_argument("--keep", action="store_true", help="keep the temporary stack and logs")
     args = ap.parse_args()
 
@@ -364,7 +376,7 @@ def main() -> int:
         print(f"invoke: no function for {[p.name for p in unknown]} (prefixes: {list(FUNCTIONS)})", file=sys.stderr)
         return 1
     dqctl = pathlib.Path(args.dqctl) if args.dqctl else bin_dir / "dqctl"
-    needed = ["materializer"] + [FUNCTIONS[f][0] for f in FUNCTIONS if events[f]]
+    needed = ["materializer", "dq-stack"] + [FUNCTIONS[f][0] for f in FUNCTIONS if events[f]]
     missing = [b for b in dict.fromkeys(needed) if not (bin_dir / b).is_file()]
     missing += [] if dqctl.is_file() else [str(dqctl)]
     if missing:
@@ -377,6 +389,7 @@ def main() -> int:
     report = {"events": [], "cold_start_ms": {}, "bin_dir": str(bin_dir), "layer": args.layer}
     failures = []
     emulator = None
+    stack_proc = None
     issuer = None
     try:
         # Every query function gets the run's issuer, as template.yaml gives them one: inside
@@ -384,11 +397,14 @@ def main() -> int:
         if any(events[f] for f in QUERY_FUNCTIONS):
             issuer = DevIssuer()
         # The layer layout: /opt/duckdb/extensions/<version>/<platform>/<name>.duckdb_extension.
+        # The layer layout under $TMP/opt (env-vars.json points DUCKDB_EXTENSION_DIR there):
+        # /opt/duckdb/extensions/<version>/<platform>/<name>.duckdb_extension.
+        opt_ext = tmp / "opt" / "duckdb" / "extensions"
         if args.layer:
-            opt_ext = pathlib.Path(args.layer).resolve() / "duckdb" / "extensions"
+            opt_ext.parent.mkdir(parents=True)
+            opt_ext.symlink_to(pathlib.Path(args.layer).resolve() / "duckdb" / "extensions")
         else:
             ext_src = pathlib.Path(args.extensions).resolve() / DUCKDB_VERSION / PLATFORM
-            opt_ext = tmp / "opt" / "duckdb" / "extensions"
             (opt_ext / DUCKDB_VERSION / PLATFORM).mkdir(parents=True)
             for name in EXTENSIONS:
                 src = ext_src / f"{name}.duckdb_extension"
@@ -396,36 +412,57 @@ def main() -> int:
                     raise Failure(f"{src} is missing; run `make extensions`")
                 (opt_ext / DUCKDB_VERSION / PLATFORM / src.name).symlink_to(src)
 
-        lake = tmp / "lake"
-        base_env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("AWS_", "DUCKLAKE_", "DUCKDB_", "S3_", "BLOB_", "MATERIALIZER_", "LAKE_"))
+        # What `sam local --docker-network host` would reach on the host: a PostgreSQL catalog and
+        # an S3 endpoint with a bucket `lake` (dq-stack: the Rust tests' throwaway servers).
+        stack_log = logs / "stack.log"
+        stack_proc = subprocess.Popen([str(bin_dir / "dq-stack")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=stack_log.open("w"), text=True, cwd=tmp)
+        line = stack_proc.stdout.readline()
+        if not line:
+            raise Failure(f"dq-stack did not start:\n{tail(stack_log)}")
+        stack = json.loads(line)
+        local = {
+            "DQ_LOCAL_CATALOG_DSN": stack["catalog_dsn"],
+            "DQ_LOCAL_S3_ENDPOINT": stack["s3_endpoint"],
+            "DQ_LOCAL_S3_ACCESS_KEY_ID": stack["access_key"],
+            "DQ_LOCAL_S3_SECRET_ACCESS_KEY": stack["secret_key"],
+            "DQ_LOCAL_ISSUER": issuer.issuer if issuer is not None else "http://127.0.0.1:9",
         }
-        base_env.update(
-            {
-                "HOME": str(tmp),
-                "RUST_LOG": "info",
-                "DUCKLAKE_CATALOG_DSN": f"ducklake:{lake}/catalog.ducklake",
-                "DUCKLAKE_DATA_PATH": f"{lake}/data",
-                "BLOB_BUCKET": f"{lake}/blobs",
-                "DUCKDB_EXTENSION_DIR": str(opt_ext),
-                "DUCKDB_TEMP_DIRECTORY": str(tmp / "duckdb"),
-                "DUCKDB_THREADS": "2",
-            }
-        )
+
+        template = template_env.Template(ROOT / "template.yaml")
+        env_vars = template_env.load_env_vars(pathlib.Path(args.env_vars))
+        # Where sam's container has the layer at /opt and a writable /tmp, the emulated functions
+        # get directories of this run (the same variables, so the same declared-only rule).
+        container = {"Parameters": {"HOME": str(tmp), "DUCKDB_EXTENSION_DIR": str(opt_ext),
+                                    "DUCKDB_TEMP_DIRECTORY": str(tmp / "duckdb")}}
+        layers = [env_vars, container]
+
+        def expand(value: str) -> str:
+            try:
+                return string.Template(value).substitute(local)
+            except KeyError as e:
+                raise Failure(f"{args.env_vars}: no value for ${{{e.args[0]}}} (known: {sorted(local)})")
+
+        try:
+            template_env.check_env_vars(template, env_vars)
+            # The seeding tools and the local drain run with the materializer's own environment.
+            base_env = template_env.function_env(template, "MaterializerFunction", layers, expand)
+        except template_env.TemplateEnvError as e:
+            raise Failure(str(e))
+        base_env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
 
         # The local stack, seeded like `make demo` (same fleet, so sample events can name its subjects).
         t = time.monotonic()
         seed = subprocess.run(
             [str(dqctl), "seed", "--catalog", base_env["DUCKLAKE_CATALOG_DSN"],
-             "--data-path", base_env["DUCKLAKE_DATA_PATH"], "--blob-dir", base_env["BLOB_BUCKET"],
-             "--threshold", "1536", "--vehicles", "12", "--days", "2", "--seed", "7", "--quiet"],
+             "--data-path", base_env["DUCKLAKE_DATA_PATH"],
+             "--threshold", "1536", "--vehicles", "12", "--days", "2", "--seed", "7",
+             "--start", DEMO_START, "--quiet"],
             env=base_env, capture_output=True, text=True, cwd=tmp,
         )
         if seed.returncode != 0:
             raise Failure(f"dqctl seed failed:\n{seed.stdout}\n{seed.stderr}")
-        print(f"invoke: seeded {lake} in {time.monotonic() - t:.1f}s")
+        print(f"invoke: seeded a PostgreSQL catalog, data and blobs on S3 (moto) in {time.monotonic() - t:.1f}s")
 
         port = free_port()
         emu_log = logs / "emulator.log"
@@ -450,21 +487,20 @@ def main() -> int:
                 if out.returncode != 0:
                     raise Failure(f"materializer --once failed:\n{out.stderr[-4000:]}")
                 drained = True
-            env = {
-                **base_env,
+            binary, logical_id = FUNCTIONS[function]
+            try:
+                env = template_env.function_env(template, logical_id, layers, expand)
+            except template_env.TemplateEnvError as e:
+                raise Failure(str(e))
+            # What the Lambda runtime (and sam local) adds to every function's environment.
+            env.update({
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                 "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{port}/.rt",
-                "AWS_LAMBDA_FUNCTION_NAME": "_",
+                "AWS_LAMBDA_FUNCTION_NAME": logical_id,
                 "AWS_LAMBDA_FUNCTION_VERSION": "1",
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "2048",
                 "AWS_REGION": "us-east-1",
-            }
-            if function in QUERY_FUNCTIONS:
-                env["DUCKLAKE_READ_ONLY"] = "true"
-            if issuer is not None and function in QUERY_FUNCTIONS:
-                env.update(issuer.env)
-            binary, settings = FUNCTIONS[function]
-            env.update(settings)
-            env.update(load_env_file(ROOT / "tests" / "invoke" / f"{function}.env", tmp))
+            })
             fn_log = logs / f"{function}.log"
             spawned = time.monotonic()
             proc = subprocess.Popen([str(bin_dir / binary)], env=env, cwd=tmp,
@@ -520,6 +556,13 @@ def main() -> int:
     finally:
         if emulator is not None:
             stop(emulator)
+        if stack_proc is not None:
+            # Closing its stdin lets dq-stack remove the cluster and the moto server.
+            stack_proc.stdin.close()
+            try:
+                stack_proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                stop(stack_proc)
         if issuer is not None:
             issuer.close()
         report["failures"] = failures

@@ -39,8 +39,10 @@ pub fn setup(port: u16) -> Result<(TokenValidator, String, String), String> {
     let token = signer
         .mint(&DevClaims::demo(subject.clone()))
         .map_err(|e| e.to_string())?;
+    // The same token prefills GraphiQL's Authorization header through `?token=`.
     let curl = format!(
-        "curl -s http://localhost:{port}/query -H 'Content-Type: application/json' -H 'Authorization: Bearer {token}' -d '{query}'"
+        "curl -s http://localhost:{port}/query -H 'Content-Type: application/json' -H 'Authorization: Bearer {token}' -d '{query}'\n\
+         or open GraphiQL: http://localhost:{port}/?token={token}"
     );
     let validator = signer.validator().map_err(|e| e.to_string())?;
     Ok((validator, signer.jwks_json(), curl))

@@ -22,10 +22,12 @@ use serde_json::{json, Value};
 pub struct Context {
     materializer: Arc<Mutex<Materializer>>,
     lease: lease::Lease,
-    emf: bool,
+    /// The materializer's EMF writer when EMF is on (its lease metrics are written here).
+    metrics: Option<dq_metrics::Emitter>,
 }
 
-/// A handler failure with its class (`config`, `catalog`, `transient`, `lease`, `request`).
+/// A handler failure with its class (`config`, `catalog`, `transient`, `lease`, `lease_wait`,
+/// `request`).
 #[derive(Debug)]
 pub struct HandlerError {
     /// Stable class for `Diagnostic::error_type`.
@@ -66,9 +68,9 @@ impl Context {
     /// `MATERIALIZER_LEASE_TABLE` is set, else a lock file next to the catalog).
     pub async fn from_env() -> anyhow::Result<Context> {
         let config = materialize::Config::from_env()?;
-        let lake_cfg = lake::LakeConfig::from_env()?;
+        let lake_cfg = lake::LakeConfig::from_env_with_secrets().await?;
         let lease_path = local_lease_path(&lake_cfg);
-        let blob_cfg = blob::BlobConfig::from_env();
+        let blob_cfg = blob::BlobConfig::from_env_with_secrets().await?;
         let blobs = if blob_cfg.bucket.is_empty() {
             None
         } else {
@@ -87,7 +89,7 @@ impl Context {
     /// A context over an already built materializer and lease (tests).
     pub fn new(materializer: Materializer, lease: lease::Lease) -> Context {
         Context {
-            emf: materializer.config().emf,
+            metrics: materializer.metrics().cloned(),
             materializer: Arc::new(Mutex::new(materializer)),
             lease,
         }
@@ -113,6 +115,11 @@ fn local_lease_path(cfg: &lake::LakeConfig) -> PathBuf {
 /// One invocation: parse, take the lease (a refusal returns `{"skipped": "lease held by a peer",
 /// "held_by": <holder>, "held_until": <epoch seconds>}`), run the
 /// action on a blocking thread (DuckDB is synchronous), release, return the summary.
+///
+/// With `MATERIALIZER_LEASE_WAIT` set, a maintenance action ([`Action::waits_for_lease`]) waits
+/// for a held lease instead, up to that long but never past the deadline minus
+/// `MATERIALIZER_DRAIN_MARGIN`, asking the holder (the drain) to yield; when the holder did not,
+/// the invocation fails with class `lease_wait` and a message naming the holder.
 pub async fn handler(
     event: Value,
     ctx: &Context,
@@ -134,8 +141,20 @@ async fn run(
     let needs_lease = !matches!(action, Action::Audit);
     let lease = ctx.lease.for_invocation(request_id);
     let session = if needs_lease {
-        match LeaseSession::acquire(lease).await {
+        let wait = if action.waits_for_lease() {
+            lease_wait(ctx, deadline)
+        } else {
+            std::time::Duration::ZERO
+        };
+        match LeaseSession::acquire_waiting(lease, wait).await {
             Ok(s) => Some(s),
+            Err(e @ lease::LeaseError::WaitExpired { .. }) => {
+                emit(ctx, &metrics::lease_metric("lease_wait_expired"));
+                return Err(HandlerError {
+                    class: "lease_wait",
+                    message: e.to_string(),
+                });
+            }
             Err(lease::LeaseError::Held {
                 holder, expires_at, ..
             }) => {
@@ -190,17 +209,31 @@ async fn run(
     Ok(value)
 }
 
-fn emit(ctx: &Context, m: &[metrics::Metric]) {
-    if ctx.emf {
-        println!("{}", metrics::emf_line(m, chrono_now_ms()));
+/// `MATERIALIZER_LEASE_WAIT`, cut so the action keeps the drain margin of its invocation.
+fn lease_wait(ctx: &Context, deadline: Option<Instant>) -> std::time::Duration {
+    let wait = ctx.lease.wait();
+    match deadline {
+        None => wait,
+        Some(deadline) => {
+            let margin = ctx
+                .materializer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .config()
+                .drain_margin;
+            wait.min(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .saturating_sub(margin),
+            )
+        }
     }
 }
 
-fn chrono_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
+fn emit(ctx: &Context, m: &[metrics::Metric]) {
+    if let Some(e) = &ctx.metrics {
+        e.emit(&[], m);
+    }
 }
 
 /// Command line of the local mode.

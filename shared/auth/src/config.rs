@@ -1,5 +1,7 @@
-//! Auth settings (dq-query.md §6.6 plus issue 7's service callers), read once at start-up.
+//! Auth settings (dq-query.md §6.6 plus the service callers of issues 7 and 22), read once at
+//! start-up.
 
+use crate::network::TrustedNetworks;
 use crate::service::{InvalidArn, ServiceAllowList};
 use crate::validate::ValidationConfig;
 use dq_cloudevent::duration::parse_go_duration_us;
@@ -23,6 +25,20 @@ pub const FETCH_IAM_ALLOWED_CALLERS: &str = "FETCH_IAM_ALLOWED_CALLERS";
 /// service. Refused inside Lambda, and accepted only with a loopback listener
 /// ([`AuthSettings::check_listener`]).
 pub const FETCH_GRPC_TRUST_UNAUTHENTICATED: &str = "FETCH_GRPC_TRUST_UNAUTHENTICATED";
+/// New (issue 22), for the fetch binary as a long-running service inside the VPC (not Lambda):
+/// IPv4/IPv6 networks (CIDRs, comma or whitespace separated) whose callers are served without a
+/// token, as the VPC trusts the existing native-gRPC callers today. A call without a token whose
+/// TCP peer address lies in one of them is a trusted service; a call with a token is validated
+/// as usual; any other tokenless call is treated as without this setting.
+///
+/// Only the peer of the accepted TCP connection counts, never `X-Forwarded-For` or any other
+/// header. Behind a load balancer that peer is the balancer unless it preserves the client's
+/// address: the NLB target group must set `preserve_client_ip.enabled=true` (Fargate tasks are
+/// `ip` targets, for which a TCP target group does NOT preserve it by default), or else these
+/// networks must be the NLB's own subnets, which trusts every caller the internal NLB and its
+/// security group admit. `0.0.0.0/0` and `::/0` (trust everyone) are refused, and so is the
+/// setting inside Lambda, where a request has no TCP peer.
+pub const FETCH_GRPC_TRUSTED_CIDRS: &str = "FETCH_GRPC_TRUSTED_CIDRS";
 /// Longest time (a Go duration) the last successfully fetched JWKS keeps verifying tokens while
 /// the issuer cannot be reached; past it, token checks fail as unavailable (HTTP 503, gRPC
 /// `UNAVAILABLE`).
@@ -108,6 +124,8 @@ pub struct AuthSettings {
     pub iam_allowed_callers: ServiceAllowList,
     /// `FETCH_GRPC_TRUST_UNAUTHENTICATED` (default false; refused in Lambda).
     pub grpc_trust_unauthenticated: bool,
+    /// `FETCH_GRPC_TRUSTED_CIDRS` (default none; refused in Lambda).
+    pub grpc_trusted_cidrs: TrustedNetworks,
     /// `TOKEN_EXCHANGE_JWKS_MAX_STALENESS` (default [`DEFAULT_JWKS_MAX_STALENESS`]).
     pub jwks_max_staleness: Duration,
 }
@@ -121,6 +139,7 @@ impl Default for AuthSettings {
             identity_api_url: None,
             iam_allowed_callers: ServiceAllowList::empty(),
             grpc_trust_unauthenticated: false,
+            grpc_trusted_cidrs: TrustedNetworks::empty(),
             jwks_max_staleness: DEFAULT_JWKS_MAX_STALENESS,
         }
     }
@@ -216,6 +235,16 @@ impl AuthSettings {
                 ServiceAllowList::empty()
             }),
         };
+        let grpc_trusted_cidrs = match get(FETCH_GRPC_TRUSTED_CIDRS) {
+            None => TrustedNetworks::empty(),
+            Some(v) => TrustedNetworks::parse(&v).unwrap_or_else(|e| {
+                problems.push(ConfigProblem {
+                    key: FETCH_GRPC_TRUSTED_CIDRS,
+                    reason: e.to_string(),
+                });
+                TrustedNetworks::empty()
+            }),
+        };
         let jwks_max_staleness = match get(TOKEN_EXCHANGE_JWKS_MAX_STALENESS) {
             None => DEFAULT_JWKS_MAX_STALENESS,
             Some(v) => max_staleness(&v).unwrap_or_else(|reason| {
@@ -232,6 +261,16 @@ impl AuthSettings {
             problems.push(ConfigProblem {
                 key: FETCH_GRPC_TRUST_UNAUTHENTICATED,
                 reason: "is for local deployments and is refused inside Lambda".into(),
+            });
+        }
+        if in_lambda && get(FETCH_GRPC_TRUSTED_CIDRS).is_some() {
+            problems.push(ConfigProblem {
+                key: FETCH_GRPC_TRUSTED_CIDRS,
+                reason: format!(
+                    "is for the long-running gRPC service and is refused inside Lambda: a \
+                     Lambda request has no TCP peer address (IAM callers use \
+                     {FETCH_IAM_ALLOWED_CALLERS})"
+                ),
             });
         }
         if issuer.is_none() && jwks_url.is_some() {
@@ -259,6 +298,7 @@ impl AuthSettings {
             identity_api_url,
             iam_allowed_callers,
             grpc_trust_unauthenticated,
+            grpc_trusted_cidrs,
             jwks_max_staleness,
         })
     }
@@ -363,6 +403,7 @@ mod tests {
             (FETCH_GRPC_REQUIRE_JWT, "yes"),
             (FETCH_IAM_ALLOWED_CALLERS, "arn:aws:iam::1:role/*"),
             (FETCH_GRPC_TRUST_UNAUTHENTICATED, "1"),
+            (FETCH_GRPC_TRUSTED_CIDRS, "10.0.0.0/8"),
             (AWS_LAMBDA_FUNCTION_NAME, "dq-fetch"),
         ])
         .unwrap_err();
@@ -374,6 +415,7 @@ mod tests {
                 FETCH_GRPC_REQUIRE_JWT,
                 FETCH_IAM_ALLOWED_CALLERS,
                 FETCH_GRPC_TRUST_UNAUTHENTICATED,
+                FETCH_GRPC_TRUSTED_CIDRS,
                 TOKEN_EXCHANGE_ISSUER_URL,
             ]
         );

@@ -6,15 +6,19 @@
 //! 2. [`authorize_subject_filter`] / [`authorize_index_subjects`] in every RPC: which subjects
 //!    the search may touch.
 //!
-//! An unauthenticated caller is never served: without a token, an allow-listed IAM identity or
-//! the explicit local setting, step 1 or step 2 fails with `UNAUTHENTICATED`.
+//! An unauthenticated caller is never served: without a token, an allow-listed IAM identity, a
+//! TCP peer in a trusted network (issue 22) or the explicit local setting, step 1 or step 2
+//! fails with `UNAUTHENTICATED`.
 
 use crate::authz::{authorize_subject, require_raw_data, AuthorizedSubject, DeviceLinks};
+use crate::config::AuthSettings;
 use crate::error::{AuthError, Check, Result};
+use crate::network::TrustedNetworks;
 use crate::principal::{Principal, ServiceCaller, ServicePrincipal};
 use crate::service::{ServiceAllowList, VerifiedIamCaller};
 use crate::validate::{grpc_bearer_token, TokenValidator};
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 /// What a gRPC call presents.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,6 +27,9 @@ pub struct GrpcCredentials<'a> {
     pub authorization: Option<&'a str>,
     /// The caller ARN API Gateway verified (Lambda, IAM-authorized route only).
     pub iam_caller: Option<VerifiedIamCaller<'a>>,
+    /// The peer address of the accepted TCP connection (local listener only; `None` in Lambda).
+    /// Take it ONLY from the connection, never from a header such as `X-Forwarded-For`.
+    pub peer: Option<IpAddr>,
 }
 
 /// The per-call authentication step of FetchService.
@@ -32,6 +39,7 @@ pub struct GrpcAuthenticator {
     require_jwt: bool,
     allow_list: ServiceAllowList,
     trust_unauthenticated: bool,
+    trusted_networks: TrustedNetworks,
 }
 
 impl GrpcAuthenticator {
@@ -43,7 +51,21 @@ impl GrpcAuthenticator {
             require_jwt,
             allow_list: ServiceAllowList::empty(),
             trust_unauthenticated: false,
+            trusted_networks: TrustedNetworks::empty(),
         }
+    }
+
+    /// The authenticator `settings` describe: `FETCH_GRPC_REQUIRE_JWT`,
+    /// `FETCH_IAM_ALLOWED_CALLERS`, `FETCH_GRPC_TRUST_UNAUTHENTICATED` and
+    /// `FETCH_GRPC_TRUSTED_CIDRS`, with `validator` for tokens (`None` without an issuer).
+    pub fn from_settings(
+        validator: Option<TokenValidator>,
+        settings: &AuthSettings,
+    ) -> GrpcAuthenticator {
+        GrpcAuthenticator::new(validator, settings.grpc_require_jwt)
+            .with_allow_list(settings.iam_allowed_callers.clone())
+            .trust_unauthenticated(settings.grpc_trust_unauthenticated)
+            .trust_networks(settings.grpc_trusted_cidrs.clone())
     }
 
     /// Serves IAM callers on `allow_list` as services.
@@ -60,12 +82,21 @@ impl GrpcAuthenticator {
         self
     }
 
+    /// Serves callers that present no token as a service when their TCP peer address lies in
+    /// one of `networks` (`FETCH_GRPC_TRUSTED_CIDRS`; the config layer refuses it inside Lambda,
+    /// where there is no peer address).
+    pub fn trust_networks(mut self, networks: TrustedNetworks) -> GrpcAuthenticator {
+        self.trusted_networks = networks;
+        self
+    }
+
     /// Identifies the caller:
     /// 1. a verified IAM caller → allow-listed service, or `ServiceNotAllowed` (its
     ///    `authorization` header is its SigV4 signature, not a JWT, so it is not read);
     /// 2. a token → validated (`InvalidToken` → "invalid token") and required to carry
     ///    raw-data access ("token lacks raw-data permission");
-    /// 3. nothing → the local trust setting's service; else `MissingCredentials{BearerRequired}`
+    /// 3. nothing → the local trust setting's service; else, when the TCP peer lies in a
+    ///    trusted network, that network's service; else `MissingCredentials{BearerRequired}`
     ///    ("missing bearer token") when `require_jwt`; else `Ok(None)`, which every RPC then
     ///    refuses with "no token claims".
     ///
@@ -92,10 +123,20 @@ impl GrpcAuthenticator {
             None if self.trust_unauthenticated => Ok(Some(Principal::Service(ServicePrincipal {
                 caller: ServiceCaller::LocalTrust,
             }))),
-            None if self.require_jwt => Err(AuthError::MissingCredentials {
-                check: Check::BearerRequired,
-            }),
-            None => Ok(None),
+            None => match credentials
+                .peer
+                .and_then(|peer| self.trusted_networks.find(peer))
+            {
+                Some(network) => Ok(Some(Principal::Service(ServicePrincipal {
+                    caller: ServiceCaller::TrustedNetwork {
+                        network: network.to_string(),
+                    },
+                }))),
+                None if self.require_jwt => Err(AuthError::MissingCredentials {
+                    check: Check::BearerRequired,
+                }),
+                None => Ok(None),
+            },
         }
     }
 }

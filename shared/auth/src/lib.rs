@@ -39,6 +39,8 @@
 //!   with device links, per-signal filtering, telemetry attestation grants.
 //! - [`grpc`]: FetchService authentication ([`GrpcAuthenticator`]) and per-RPC subject scope.
 //! - [`service`]: the IAM caller allow-list ([`ServiceAllowList`]).
+//! - [`network`]: the trusted networks of tokenless callers inside the VPC
+//!   ([`TrustedNetworks`]).
 //! - [`config`]: auth settings read once from the environment ([`AuthSettings`]).
 //! - [`remote`]: the HTTP upstreams: the JWKS fetcher and identity-api's device links.
 //! - [`error`]: [`AuthError`], [`ErrorCode`], [`Surface`].
@@ -62,6 +64,7 @@ pub mod dev;
 pub mod error;
 pub mod grpc;
 pub mod keys;
+pub mod network;
 pub mod permission;
 pub mod principal;
 pub mod remote;
@@ -82,6 +85,7 @@ pub use grpc::{
     SubjectScope,
 };
 pub use keys::KeySet;
+pub use network::{Cidr, InvalidCidr, TrustedNetworks};
 pub use permission::{Permission, PermissionSet, Privilege};
 pub use principal::{
     CloudEventGrant, CloudEventGrants, Principal, ServiceCaller, ServicePrincipal, TokenPrincipal,

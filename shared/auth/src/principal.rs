@@ -11,7 +11,8 @@ pub enum Principal {
     /// A caller holding a valid token-exchange JWT.
     Token(TokenPrincipal),
     /// A caller authenticated another way (issue 7): an API Gateway IAM-authorized route whose
-    /// verified caller ARN is allow-listed, or an explicit local setting. It may read any
+    /// verified caller ARN is allow-listed, a TCP peer in a trusted network (issue 22), or an
+    /// explicit local setting. It may read any
     /// subject and holds every permission.
     Service(ServicePrincipal),
 }
@@ -87,6 +88,12 @@ pub enum ServiceCaller {
     },
     /// A local deployment that explicitly trusts unauthenticated callers.
     LocalTrust,
+    /// A caller without a token whose TCP peer address lies in a trusted network
+    /// (`FETCH_GRPC_TRUSTED_CIDRS`, the long-running service inside the VPC).
+    TrustedNetwork {
+        /// The trusted network that holds the peer, e.g. `10.0.0.0/16`.
+        network: String,
+    },
 }
 
 impl ServiceCaller {
@@ -95,6 +102,7 @@ impl ServiceCaller {
         match self {
             ServiceCaller::Iam { arn } => arn,
             ServiceCaller::LocalTrust => "local-trusted-caller",
+            ServiceCaller::TrustedNetwork { network } => network,
         }
     }
 }

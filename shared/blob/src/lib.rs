@@ -25,6 +25,12 @@ pub const BLOB_BUCKET: &str = "BLOB_BUCKET";
 pub const BLOB_PREFIX: &str = "BLOB_PREFIX";
 /// Base64 of the 32-byte DBE1 key (sensitive); must equal din's.
 pub const BLOB_ENCRYPTION_KEY: &str = "BLOB_ENCRYPTION_KEY";
+/// ARN (or name) of a Secrets Manager secret holding the DBE1 key instead of
+/// [`BLOB_ENCRYPTION_KEY`] (setting both is an error): JSON field [`BLOB_KEY_SECRET_FIELD`], or
+/// the whole secret when it is not a JSON object.
+pub const BLOB_ENCRYPTION_KEY_SECRET_ARN: &str = "BLOB_ENCRYPTION_KEY_SECRET_ARN";
+/// The JSON field of [`BLOB_ENCRYPTION_KEY_SECRET_ARN`] holding the key.
+pub const BLOB_KEY_SECRET_FIELD: &str = "key";
 /// The default key prefix, also the prefix a materializer accepts as a blob reference.
 pub const DEFAULT_PREFIX: &str = "cloudevent/blobs/";
 /// Largest blob a reader accepts (dq's `maxObjectSize`).
@@ -256,11 +262,16 @@ impl BlobConfig {
         }
     }
 
-    /// Reads `BLOB_*` and the `S3_*` keys shared with the lake settings.
+    /// Reads `BLOB_*` and the `S3_*` keys shared with the lake settings; a key kept in Secrets
+    /// Manager is not fetched here (use [`BlobConfig::from_env_with_secrets`]).
     pub fn from_env() -> Self {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// [`BlobConfig::from_env`] through `get` (a map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
         let get = |k: &str| {
-            std::env::var(k)
-                .ok()
+            get(k)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
@@ -274,6 +285,48 @@ impl BlobConfig {
             endpoint: get("S3_ENDPOINT"),
             kms_key_id: get("S3_KMS_KEY_ID"),
         }
+    }
+
+    /// Reads the settings from the process environment and, when
+    /// [`BLOB_ENCRYPTION_KEY_SECRET_ARN`] is set, fetches the key with the standard AWS chain.
+    /// What every function calls at init.
+    ///
+    /// # Errors
+    /// Both key sources set, or the secret could not be read.
+    pub async fn from_env_with_secrets() -> Result<Self> {
+        Self::from_lookup_with_secrets(
+            |k| std::env::var(k).ok(),
+            &secrets::SecretsClient::from_env(),
+        )
+        .await
+    }
+
+    /// [`BlobConfig::from_env_with_secrets`] through `get`, fetching through `client`.
+    ///
+    /// # Errors
+    /// As [`BlobConfig::from_env_with_secrets`].
+    pub async fn from_lookup_with_secrets(
+        get: impl Fn(&str) -> Option<String>,
+        client: &secrets::SecretsClient,
+    ) -> Result<Self> {
+        let arn = get(BLOB_ENCRYPTION_KEY_SECRET_ARN)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty());
+        let mut cfg = Self::from_lookup(get);
+        let Some(arn) = arn else {
+            return Ok(cfg);
+        };
+        if cfg.encryption_key.is_some() {
+            return Err(BlobError::Config(format!(
+                "set {BLOB_ENCRYPTION_KEY} or {BLOB_ENCRYPTION_KEY_SECRET_ARN}, not both"
+            )));
+        }
+        let secret = client
+            .fetch(&arn, Some(BLOB_KEY_SECRET_FIELD))
+            .await
+            .map_err(|e| BlobError::Config(format!("{BLOB_ENCRYPTION_KEY_SECRET_ARN}: {e}")))?;
+        cfg.encryption_key = Some(secret.value());
+        Ok(cfg)
     }
 
     /// True when the bucket names a local directory.

@@ -28,6 +28,7 @@
 //! - [`service`]: [`FetchApi`], the tonic service.
 //! - [`server`]: the router, the local listener, assembly from the environment.
 //! - [`lambda`]: the API Gateway adapter (verified IAM caller).
+//! - [`observe`]: the per-call span, call metrics (`QUERY_EMF`) and X-Ray subsegments.
 //! - [`error`]: the error type, [`FetchError`].
 #![warn(missing_docs)]
 #![cfg_attr(
@@ -45,6 +46,7 @@ pub mod db;
 pub mod error;
 pub mod filter;
 pub mod lambda;
+pub mod observe;
 pub mod payload;
 pub mod search;
 pub mod server;

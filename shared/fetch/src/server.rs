@@ -26,11 +26,17 @@ pub const FETCH_MAX_DEADLINE: &str = "FETCH_MAX_DEADLINE";
 
 /// The FetchService router: gRPC and gRPC-web on the same routes, 50 MiB messages.
 pub fn router(api: FetchApi) -> axum::Router {
+    let observe = api.observe().clone();
     let service = FetchServiceServer::new(api)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     tonic::service::Routes::new(service)
         .into_axum_router()
+        // Inside the gRPC-web translation: every call is seen as plain gRPC (status in trailers).
+        .layer(axum::middleware::from_fn_with_state(
+            observe,
+            crate::observe::middleware,
+        ))
         .layer(tonic_web::GrpcWebLayer::new())
 }
 
@@ -112,7 +118,8 @@ fn env(key: &str) -> Option<String> {
 /// Assembles the service from the environment: `DUCKLAKE_*`/`DUCKDB_*` (lake), `BLOB_*` and
 /// `S3_*` (blob store; none without `BLOB_BUCKET`), the auth settings (`TOKEN_EXCHANGE_*`,
 /// `FETCH_GRPC_REQUIRE_JWT`, `FETCH_IAM_ALLOWED_CALLERS`, `FETCH_GRPC_TRUST_UNAUTHENTICATED`,
-/// `IDENTITY_API_URL`), `MAX_CONCURRENT_REQUESTS` and `FETCH_MAX_DEADLINE`.
+/// `FETCH_GRPC_TRUSTED_CIDRS`, `IDENTITY_API_URL`), `MAX_CONCURRENT_REQUESTS` and
+/// `FETCH_MAX_DEADLINE`.
 ///
 /// `listener` is the local listener's address ([`listen_addr`]), `None` inside Lambda (the
 /// Runtime API serves; the local trust setting is refused there).
@@ -143,13 +150,13 @@ pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, Star
                 reason: format!("{v:?} is not a positive Go duration (e.g. `30s`)"),
             })?,
     };
-    let blob_cfg = blob::BlobConfig::from_env();
+    let blob_cfg = blob::BlobConfig::from_env_with_secrets().await?;
     let store = if blob_cfg.bucket.is_empty() {
         None
     } else {
         Some(Arc::new(blob::BlobStore::open(&blob_cfg).await?))
     };
-    let lake_cfg = lake::LakeConfig::from_env()?;
+    let lake_cfg = lake::LakeConfig::from_env_with_secrets().await?;
     let lake = tokio::task::spawn_blocking(move || lake::Lake::open(lake_cfg))
         .await
         .map_err(|e| StartError::Setting {
@@ -161,12 +168,16 @@ pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, Star
         .build()
         .map_err(|e| StartError::Http(e.to_string()))?;
     let validator = auth::remote::validator(&settings, &http);
-    let authenticator = GrpcAuthenticator::new(validator, settings.grpc_require_jwt)
-        .with_allow_list(settings.iam_allowed_callers.clone())
-        .trust_unauthenticated(settings.grpc_trust_unauthenticated);
+    let authenticator = GrpcAuthenticator::from_settings(validator, &settings);
     let mut api = FetchApi::new(Arc::new(Db::new(lake)), Payloads::new(store), authenticator)
         .with_concurrency_limit(max_concurrent)
-        .with_max_deadline(max_deadline);
+        .with_max_deadline(max_deadline)
+        .with_observe(crate::observe::Observe::from_env().map_err(|reason| {
+            StartError::Setting {
+                key: dq_metrics::query::QUERY_EMF,
+                reason,
+            }
+        })?);
     if let Some(url) = settings.identity_api_url.clone() {
         api = api.with_device_links(Arc::new(auth::remote::IdentityApi::new(http, url)));
     }

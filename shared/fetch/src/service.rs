@@ -49,6 +49,7 @@ pub struct FetchApi {
     links: Option<Arc<dyn DeviceLinks>>,
     limiter: Option<Arc<Semaphore>>,
     max_deadline: Duration,
+    observe: crate::observe::Observe,
 }
 
 impl std::fmt::Debug for FetchApi {
@@ -92,6 +93,7 @@ impl FetchApi {
             links: None,
             limiter: None,
             max_deadline: DEFAULT_DEADLINE,
+            observe: crate::observe::Observe::default(),
         }
     }
 
@@ -112,6 +114,18 @@ impl FetchApi {
     pub fn with_max_deadline(mut self, d: Duration) -> FetchApi {
         self.max_deadline = d;
         self
+    }
+
+    /// Call metrics and X-Ray subsegments ([`crate::observe`]; default: neither), written by
+    /// the router's middleware.
+    pub fn with_observe(mut self, observe: crate::observe::Observe) -> FetchApi {
+        self.observe = observe;
+        self
+    }
+
+    /// What the router's middleware writes to.
+    pub(crate) fn observe(&self) -> &crate::observe::Observe {
+        &self.observe
     }
 
     /// Admission, deadline and authentication of one call (§4.2 order).
@@ -153,6 +167,8 @@ impl FetchApi {
         let credentials = GrpcCredentials {
             authorization: authorization.as_deref(),
             iam_caller: iam.as_ref().map(|c| VerifiedIamCaller(&c.0)),
+            // The accepted TCP connection's peer (tonic's connect info); none in Lambda.
+            peer: request.remote_addr().map(|a| a.ip()),
         };
         let mut call = Call {
             caller: None,
@@ -188,6 +204,9 @@ impl FetchApi {
             authorize_subject_filter(call.caller.as_ref(), &requested, self.links.as_deref())
                 .await
                 .map_err(|e| auth_status(&e))?;
+        if let [subject] = requested.as_slice() {
+            dq_metrics::record_vehicle(subject);
+        }
         if let SubjectScope::Only(list) = scope {
             options.subject = Some(StringFilterOption {
                 r#in: list.into_iter().map(|s| s.search).collect(),

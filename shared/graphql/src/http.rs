@@ -1,5 +1,5 @@
 //! The HTTP surface (dq-query.md §6, dialects.md §5.1) of one dialect: `/query` (POST and GET), `/mcp`,
-//! the playground at `/` (any other path), `/ready`; the auth chain of §6.2 (global limiter → timeout → JWT → per-subject
+//! GraphiQL at `/` (any other path; module `graphiql`), `/ready`; the auth chain of §6.2 (global limiter → timeout → JWT → per-subject
 //! limiter), the 4 MiB body cap and the error shapes of §5.1/§6.3.
 
 use crate::cloud_events::CloudEvents;
@@ -7,12 +7,11 @@ use crate::dialect::{Dialect, DialectSettings};
 use crate::errors;
 use crate::resolvers::{Caller, Deadline, Executed};
 use async_graphql::dynamic::Schema;
-use async_graphql::http::{playground_source, GraphQLPlaygroundConfig};
 use auth::{Principal, TokenValidator};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use query::Engine;
@@ -229,6 +228,7 @@ pub struct AppState {
     limiter: Limiter,
     cloud_events: Option<Arc<CloudEvents>>,
     readiness: tokio::sync::Mutex<Readiness>,
+    observe: crate::observe::Observe,
 }
 
 impl AppState {
@@ -255,6 +255,7 @@ impl AppState {
             limits,
             cloud_events: None,
             readiness: tokio::sync::Mutex::new(Readiness::default()),
+            observe: crate::observe::Observe::default(),
         })
     }
 }
@@ -272,6 +273,12 @@ impl AppState {
         self
     }
 
+    /// Request metrics and X-Ray subsegments ([`crate::observe`]; default: neither).
+    pub fn with_observe(mut self, observe: crate::observe::Observe) -> AppState {
+        self.observe = observe;
+        self
+    }
+
     /// The dialect this deployment serves.
     pub fn dialect(&self) -> Dialect {
         self.dialect
@@ -286,7 +293,9 @@ impl AppState {
 pub async fn state_from_env() -> Result<AppState, String> {
     let settings = auth::AuthSettings::from_env().map_err(|e| e.to_string())?;
     let limits = Limits::from_lookup(|k| std::env::var(k).ok())?;
-    let blob_cfg = blob::BlobConfig::from_env();
+    let blob_cfg = blob::BlobConfig::from_env_with_secrets()
+        .await
+        .map_err(|e| format!("blob settings: {e}"))?;
     let store = if blob_cfg.bucket.is_empty() {
         None
     } else {
@@ -295,7 +304,9 @@ pub async fn state_from_env() -> Result<AppState, String> {
             .map_err(|e| format!("open blob store: {e}"))?;
         Some(Arc::new(store))
     };
-    let cfg = lake::LakeConfig::from_env().map_err(|e| e.to_string())?;
+    let cfg = lake::LakeConfig::from_env_with_secrets()
+        .await
+        .map_err(|e| e.to_string())?;
     let lake = tokio::task::spawn_blocking(move || lake::Lake::open(cfg))
         .await
         .map_err(|e| format!("open lake: {e}"))?
@@ -318,7 +329,8 @@ pub async fn state_from_env() -> Result<AppState, String> {
         payloads: fetch::Payloads::new(store.clone()),
         store,
         links,
-    }))
+    })
+    .with_observe(crate::observe::Observe::from_env()?))
 }
 
 /// One DuckDB instance for both readers (signal engine and cloud-event reader), reopened for
@@ -347,6 +359,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ready", get(ready))
         .fallback(playground)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            (state.dialect, state.observe.clone()),
+            crate::observe::middleware,
+        ))
         .with_state(state)
 }
 
@@ -369,10 +385,9 @@ async fn options() -> Response {
     (StatusCode::OK, [(header::ALLOW, "OPTIONS, GET, POST")]).into_response()
 }
 
-async fn playground() -> Html<String> {
-    Html(playground_source(
-        GraphQLPlaygroundConfig::new("/query").title("GraphQL playground"),
-    ))
+/// GraphiQL, assets bundled (module `graphiql`).
+async fn playground(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    crate::graphiql::response(state.dialect, &headers)
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response {
@@ -464,6 +479,9 @@ async fn handle_query(
         Ok(p) => p,
         Err(rejected) => return rejected,
     };
+    if let Some(vehicle) = principal.as_ref().and_then(Principal::asset) {
+        dq_metrics::record_vehicle(vehicle);
+    }
     let Some(_slot) = state
         .limiter
         .acquire_subject(principal.as_ref().and_then(Principal::limiter_key))
@@ -513,7 +531,10 @@ async fn handle_query(
     } else {
         StatusCode::OK
     };
-    (status, axum::Json(response)).into_response()
+    let outcome = crate::observe::Outcome::of(&response);
+    let mut resp = (status, axum::Json(response)).into_response();
+    resp.extensions_mut().insert(outcome);
+    resp
 }
 
 /// The JWT step of `/query` and `/mcp`: the caller (none without a token or without an issuer
@@ -533,7 +554,10 @@ async fn jwt_step(
         .await
         .map_err(|e| {
             tracing::warn!(path, error = %e, "jwt rejected");
-            json_message(e.code().http_status(), e.message(auth::Surface::Http))
+            let mut resp = json_message(e.code().http_status(), e.message(auth::Surface::Http));
+            resp.extensions_mut()
+                .insert(crate::observe::Outcome::refused(e.code().as_str()));
+            resp
         })
 }
 

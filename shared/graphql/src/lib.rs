@@ -16,10 +16,12 @@
 //! - [`cloud_events`]: the raw cloud-event queries (over the `fetch` crate) and identity-api.
 //! - [`telemetry`]: telemetry's `attestations` and `vinVCLatest`.
 //! - [`http`]: the router, limits, readiness.
+//! - [`graphiql`]: the GraphiQL page at `/`, its assets bundled.
 //! - [`mcp`]: `/mcp`, MCP Streamable HTTP (tools over the same schema and auth chain).
 //! - [`complexity`]: the cost bounds of a document (score, introspection depth).
 //! - [`directives`]: the declarations of the directives the schemas apply (SDL, introspection).
 //! - [`shadow`]: shadow mode, live requests re-sent to a reference and compared (cutover gate).
+//! - [`observe`]: the per-request span, `/query` metrics (`QUERY_EMF`) and X-Ray subsegments.
 //! - [`scalars`], [`errors`]: wire formats and error shapes.
 #![warn(missing_docs)]
 
@@ -28,8 +30,10 @@ pub mod complexity;
 pub mod dialect;
 pub mod directives;
 pub mod errors;
+pub mod graphiql;
 pub mod http;
 pub mod mcp;
+pub mod observe;
 pub mod resolvers;
 pub mod scalars;
 pub mod schema;

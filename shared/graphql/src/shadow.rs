@@ -3,8 +3,8 @@
 //! answers are compared canonically (the `reconcile` crate, the same comparison as
 //! `dqctl reconcile`), and the outcome is counted as an EMF metric in [`NAMESPACE`]:
 //! `shadow_matched`, `shadow_mismatched`, `shadow_failed` (the reference did not answer) and
-//! `shadow_dropped` (no comparison slot free, or an answer too large to compare). Only
-//! `shadow_matched` is ever a match.
+//! `shadow_dropped` (no comparison slot free, or an answer too large to compare), per stage and
+//! per stage and function ([`DIMENSIONS`]). Only `shadow_matched` is ever a match.
 //!
 //! The live answer never waits for the reference: the layer hands the client its response as
 //! soon as the handler built it and compares in a spawned task. Comparisons in flight are bounded
@@ -21,7 +21,7 @@ use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use materialize::metrics::{emf_line_in, Metric};
+use dq_metrics::{Emitter, Metric, Origin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +29,10 @@ use tokio::sync::Semaphore;
 
 /// The CloudWatch namespace of the shadow metrics.
 pub const NAMESPACE: &str = "dq/graphql";
+
+/// The dimension sets of the shadow metrics: `[Stage]` (every dialect of a stage together) and
+/// `[Stage, Function]`.
+pub const DIMENSIONS: &[&[&str]] = &[&["Stage"], &["Stage", "Function"]];
 
 /// Live answers above this are not compared (counted as dropped): comparing holds both answers
 /// in memory beside the live traffic.
@@ -162,6 +166,7 @@ pub struct Shadow {
     client: reqwest::Client,
     slots: Arc<Semaphore>,
     counts: [AtomicU64; 4],
+    metrics: Emitter,
 }
 
 /// What the comparison needs of the live request.
@@ -196,6 +201,7 @@ impl Shadow {
             comparator,
             client,
             counts: Default::default(),
+            metrics: Emitter::new(NAMESPACE, DIMENSIONS, Origin::from_env()),
         })
     }
 
@@ -229,13 +235,9 @@ impl Shadow {
 
     fn count(&self, outcome: Outcome) {
         self.counts[outcome as usize].fetch_add(1, Ordering::Relaxed);
-        println!(
-            "{}",
-            emf_line_in(
-                NAMESPACE,
-                &[Metric::new(outcome.metric(), 1.0, "Count")],
-                chrono::Utc::now().timestamp_millis()
-            )
+        self.metrics.emit(
+            &[],
+            &[Metric::new(outcome.metric(), 1.0, dq_metrics::emf::COUNT)],
         );
     }
 

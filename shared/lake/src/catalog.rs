@@ -103,6 +103,113 @@ pub fn with_connect_timeout(dsn: &str) -> String {
     }
 }
 
+/// `dsn` with its host replaced by `host` (an RDS Proxy endpoint in front of the same database):
+/// the `host` keyword (or URL host list, keeping the first entry's port) becomes `host`, and a
+/// `hostaddr`, which would bypass the new name, is dropped. `host` must be a validated hostname
+/// ([`crate::config::is_hostname`]): it is spliced in unquoted.
+pub fn with_host(dsn: &str, host: &str) -> String {
+    if let Some((scheme, rest)) = dsn
+        .split_once("://")
+        .filter(|_| dsn.starts_with("postgres://") || dsn.starts_with("postgresql://"))
+    {
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((userinfo, hosts)) => (Some(userinfo), hosts),
+            None => (None, authority),
+        };
+        let first = hosts.split(',').next().unwrap_or("");
+        let port = match first.strip_prefix('[') {
+            Some(v6) => v6.split_once("]:").map(|(_, port)| port),
+            None => first.split_once(':').map(|(_, port)| port),
+        };
+        let mut out = format!("{scheme}://");
+        if let Some(userinfo) = userinfo {
+            out.push_str(userinfo);
+            out.push('@');
+        }
+        out.push_str(host);
+        if let Some(port) = port.filter(|p| !p.is_empty()) {
+            out.push(':');
+            out.push_str(port);
+        }
+        let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+        out.push_str(path);
+        let params: Vec<&str> = query
+            .split('&')
+            .filter(|p| !p.is_empty() && !is_host_key(p.split('=').next().unwrap_or("")))
+            .collect();
+        if !params.is_empty() {
+            out.push('?');
+            out.push_str(&params.join("&"));
+        }
+        return out;
+    }
+    let mut parts = vec![format!("host={host}")];
+    parts.extend(
+        keyword_segments(dsn)
+            .into_iter()
+            .filter(|seg| !is_host_key(seg.split('=').next().unwrap_or("")))
+            .map(str::to_owned),
+    );
+    parts.join(" ")
+}
+
+fn is_host_key(key: &str) -> bool {
+    let key = key.trim();
+    key.eq_ignore_ascii_case("host") || key.eq_ignore_ascii_case("hostaddr")
+}
+
+/// The `key=value` segments of a libpq keyword DSN, each as written (spaces around `=` and
+/// single-quoted values with backslash escapes kept).
+fn keyword_segments(dsn: &str) -> Vec<&str> {
+    let b = dsn.as_bytes();
+    let ws = |i: usize| b.get(i).is_some_and(u8::is_ascii_whitespace);
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        while ws(i) {
+            i += 1;
+        }
+        if i >= b.len() {
+            return out;
+        }
+        let start = i;
+        while i < b.len() && !ws(i) && b[i] != b'=' {
+            i += 1;
+        }
+        let mut j = i;
+        while ws(j) {
+            j += 1;
+        }
+        if b.get(j) == Some(&b'=') {
+            i = j + 1;
+            while ws(i) {
+                i += 1;
+            }
+            if b.get(i) == Some(&b'\'') {
+                i += 1;
+                while i < b.len() {
+                    match b[i] {
+                        b'\\' => i += 2,
+                        b'\'' => {
+                            i += 1;
+                            break;
+                        }
+                        _ => i += 1,
+                    }
+                }
+            } else {
+                while i < b.len() && !ws(i) {
+                    i += 1;
+                }
+            }
+        }
+        i = i.min(b.len());
+        out.push(&dsn[start..i]);
+    }
+}
+
 /// Extracts the password of a keyword or URL DSN (best effort; used only for redaction).
 fn dsn_password(dsn: &str) -> Option<String> {
     if let Some(rest) = dsn.split("://").nth(1) {
@@ -156,6 +263,42 @@ mod tests {
             with_connect_timeout("host=h connect_timeout=3"),
             "host=h connect_timeout=3"
         );
+    }
+
+    #[test]
+    fn replaces_the_host_of_a_keyword_dsn() {
+        assert_eq!(
+            with_host(
+                "host=db.internal port=5432 dbname=x password='a b\\' host=c'",
+                "proxy.rds"
+            ),
+            "host=proxy.rds port=5432 dbname=x password='a b\\' host=c'"
+        );
+        assert_eq!(
+            with_host("dbname=x hostaddr=10.0.0.1 host = old user=u", "p"),
+            "host=p dbname=x user=u"
+        );
+        assert_eq!(with_host("dbname=x", "p"), "host=p dbname=x");
+    }
+
+    #[test]
+    fn replaces_the_host_of_a_url_dsn() {
+        assert_eq!(
+            with_host(
+                "postgresql://u:p%40ss@db:6543/dq?sslmode=require",
+                "proxy.rds"
+            ),
+            "postgresql://u:p%40ss@proxy.rds:6543/dq?sslmode=require"
+        );
+        assert_eq!(
+            with_host("postgres://a:5432,b:5433/dq?host=c&sslmode=disable", "p"),
+            "postgres://p:5432/dq?sslmode=disable"
+        );
+        assert_eq!(
+            with_host("postgres://u@[::1]:7/d", "p"),
+            "postgres://u@p:7/d"
+        );
+        assert_eq!(with_host("postgresql://db", "p"), "postgresql://p");
     }
 
     #[test]

@@ -1,4 +1,6 @@
 //! Lake settings: named environment keys (the Go system's names), read once into [`LakeConfig`].
+//! A PostgreSQL DSN may instead live in Secrets Manager ([`DUCKLAKE_CATALOG_SECRET_ARN`]): it is
+//! fetched by [`LakeConfig::from_env_with_secrets`] and re-read when the catalog refuses it.
 
 use std::path::PathBuf;
 
@@ -7,6 +9,22 @@ use crate::{Error, Result};
 
 /// Catalog DSN: a file path (optionally `ducklake:<path>`) or a PostgreSQL DSN.
 pub const DUCKLAKE_CATALOG_DSN: &str = "DUCKLAKE_CATALOG_DSN";
+/// ARN (or name) of a Secrets Manager secret holding the catalog DSN, instead of
+/// [`DUCKLAKE_CATALOG_DSN`] (setting both is an error).
+pub const DUCKLAKE_CATALOG_SECRET_ARN: &str = "DUCKLAKE_CATALOG_SECRET_ARN";
+/// The JSON field of that secret holding the DSN (default [`DEFAULT_CATALOG_SECRET_KEY`]); a
+/// secret that is not a JSON object is the DSN itself. Ignored without the ARN.
+pub const DUCKLAKE_CATALOG_SECRET_KEY: &str = "DUCKLAKE_CATALOG_SECRET_KEY";
+/// The default of [`DUCKLAKE_CATALOG_SECRET_KEY`].
+pub const DEFAULT_CATALOG_SECRET_KEY: &str = "dsn";
+/// Replaces the host of a PostgreSQL catalog DSN (e.g. an RDS Proxy endpoint), whichever source
+/// the DSN comes from; a hostname or IPv4 address.
+pub const DUCKLAKE_CATALOG_HOST: &str = "DUCKLAKE_CATALOG_HOST";
+/// Most PostgreSQL connections one DuckDB instance opens per attached PostgreSQL database (the
+/// lake's catalog and `meta`: an instance holds at most twice this). Connections beyond it wait
+/// for a free one. Unset = the postgres extension's default, which does not bound connections.
+/// Ignored for a file catalog.
+pub const DUCKLAKE_PG_CONNECTION_LIMIT: &str = "DUCKLAKE_PG_CONNECTION_LIMIT";
 /// Data path: an absolute local directory or `s3://bucket/prefix/`. Fixed once the catalog exists.
 pub const DUCKLAKE_DATA_PATH: &str = "DUCKLAKE_DATA_PATH";
 /// Attach read-only (query side).
@@ -89,6 +107,13 @@ pub struct LakeConfig {
     pub extension_dir: PathBuf,
     /// S3 settings for the data path.
     pub s3: S3Config,
+    /// The secret the PostgreSQL DSN came from: [`crate::Lake::open`] starts from its cached
+    /// value and re-reads it once when the catalog refuses the credentials (a rotation).
+    pub catalog_secret: Option<secrets::Secret>,
+    /// [`DUCKLAKE_CATALOG_HOST`], applied to every DSN the secret yields.
+    pub catalog_host: Option<String>,
+    /// [`DUCKLAKE_PG_CONNECTION_LIMIT`].
+    pub pg_connection_limit: Option<u32>,
 }
 
 impl LakeConfig {
@@ -104,17 +129,67 @@ impl LakeConfig {
             temp_directory: None,
             extension_dir: PathBuf::from(DEFAULT_EXTENSION_DIR),
             s3: S3Config::default(),
+            catalog_secret: None,
+            catalog_host: None,
+            pg_connection_limit: None,
         }
     }
 
-    /// Reads the settings from the process environment.
+    /// Reads the settings from the process environment; a DSN kept in Secrets Manager is
+    /// refused here (use [`LakeConfig::from_env_with_secrets`]).
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads the settings from the process environment and, when [`DUCKLAKE_CATALOG_SECRET_ARN`]
+    /// is set, fetches the DSN with the standard AWS chain. What every function calls at init.
+    pub async fn from_env_with_secrets() -> Result<Self> {
+        Self::from_lookup_with_secrets(
+            |k| std::env::var(k).ok(),
+            &secrets::SecretsClient::from_env(),
+        )
+        .await
+    }
+
+    /// Reads the settings through `get`, fetching a secret DSN through `client`.
+    pub async fn from_lookup_with_secrets(
+        get: impl Fn(&str) -> Option<String>,
+        client: &secrets::SecretsClient,
+    ) -> Result<Self> {
+        let (mut cfg, secret) = Self::parse(get)?;
+        if let Some(source) = secret {
+            let secret = client
+                .fetch(&source.arn, Some(&source.key))
+                .await
+                .map_err(Error::Secret)?;
+            cfg.catalog = cfg.catalog_for(&secret.value())?;
+            cfg.catalog_secret = Some(secret);
+        }
+        Ok(cfg)
     }
 
     /// Reads the settings through `get` (the environment in production, a map in tests). Every
     /// missing or malformed key is reported at once.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        match Self::parse(get)? {
+            (cfg, None) => Ok(cfg),
+            (_, Some(_)) => Err(Error::Config(format!(
+                "{DUCKLAKE_CATALOG_SECRET_ARN} is set: the DSN must be fetched \
+                 (LakeConfig::from_env_with_secrets)"
+            ))),
+        }
+    }
+
+    /// The catalog for `dsn` with [`DUCKLAKE_CATALOG_HOST`] applied.
+    ///
+    /// # Errors
+    /// A host override for a file catalog.
+    pub fn catalog_for(&self, dsn: &str) -> Result<Catalog> {
+        catalog_for(dsn, self.catalog_host.as_deref()).map_err(Error::Config)
+    }
+
+    /// Every setting; the catalog is left empty when its DSN is a secret still to fetch.
+    fn parse(get: impl Fn(&str) -> Option<String>) -> Result<(Self, Option<SecretSource>)> {
         let get = |k: &str| {
             get(k)
                 .map(|v| v.trim().to_owned())
@@ -122,9 +197,49 @@ impl LakeConfig {
         };
         let mut problems = Vec::new();
         let dsn = get(DUCKLAKE_CATALOG_DSN);
-        if dsn.is_none() {
-            problems.push(format!("{DUCKLAKE_CATALOG_DSN} is required"));
+        let secret = get(DUCKLAKE_CATALOG_SECRET_ARN).map(|arn| SecretSource {
+            arn,
+            key: get(DUCKLAKE_CATALOG_SECRET_KEY)
+                .unwrap_or_else(|| DEFAULT_CATALOG_SECRET_KEY.to_owned()),
+        });
+        match (&dsn, &secret) {
+            (None, None) => problems.push(format!(
+                "{DUCKLAKE_CATALOG_DSN} or {DUCKLAKE_CATALOG_SECRET_ARN} is required"
+            )),
+            (Some(_), Some(_)) => problems.push(format!(
+                "set {DUCKLAKE_CATALOG_DSN} or {DUCKLAKE_CATALOG_SECRET_ARN}, not both"
+            )),
+            _ => {}
         }
+        let catalog_host = get(DUCKLAKE_CATALOG_HOST);
+        let host_ok = catalog_host.as_deref().is_none_or(is_hostname);
+        if !host_ok {
+            problems.push(format!(
+                "{DUCKLAKE_CATALOG_HOST} must be a hostname or IPv4 address"
+            ));
+        }
+        let catalog = match (&dsn, &secret) {
+            (Some(dsn), None) if host_ok => match catalog_for(dsn, catalog_host.as_deref()) {
+                Ok(catalog) => Some(catalog),
+                Err(problem) => {
+                    problems.push(problem);
+                    None
+                }
+            },
+            _ => None,
+        };
+        let pg_connection_limit = match get(DUCKLAKE_PG_CONNECTION_LIMIT) {
+            None => None,
+            Some(v) => match parse_connection_limit(&v) {
+                Some(n) => Some(n),
+                None => {
+                    problems.push(format!(
+                        "{DUCKLAKE_PG_CONNECTION_LIMIT} must be a positive integer"
+                    ));
+                    None
+                }
+            },
+        };
         let data_path = get(DUCKLAKE_DATA_PATH);
         if let Some(p) = &data_path {
             if !(p.starts_with("s3://") || p.starts_with('/')) {
@@ -147,7 +262,12 @@ impl LakeConfig {
         if !problems.is_empty() {
             return Err(Error::Config(problems.join("; ")));
         }
-        let mut cfg = LakeConfig::new(dsn.as_deref().unwrap_or_default(), data_path.as_deref());
+        let mut cfg = LakeConfig::new("", data_path.as_deref());
+        if let Some(catalog) = catalog {
+            cfg.catalog = catalog;
+        }
+        cfg.catalog_host = catalog_host;
+        cfg.pg_connection_limit = pg_connection_limit;
         cfg.read_only = read_only;
         cfg.encrypted = encrypted;
         cfg.memory_limit = get(DUCKDB_MEMORY_LIMIT);
@@ -163,7 +283,7 @@ impl LakeConfig {
             endpoint: get(DUCKDB_S3_ENDPOINT).or_else(|| get(S3_ENDPOINT)),
             kms_key_id: get(S3_KMS_KEY_ID),
         };
-        Ok(cfg)
+        Ok((cfg, secret))
     }
 
     /// True when the data path is on S3 (httpfs and a secret are needed).
@@ -172,6 +292,45 @@ impl LakeConfig {
             .as_deref()
             .is_some_and(|p| p.starts_with("s3://"))
     }
+}
+
+/// Where a secret DSN is to be fetched from.
+struct SecretSource {
+    arn: String,
+    key: String,
+}
+
+/// The catalog of `dsn`, its PostgreSQL host replaced by `host` when given.
+fn catalog_for(dsn: &str, host: Option<&str>) -> std::result::Result<Catalog, String> {
+    match (Catalog::parse(dsn), host) {
+        (Catalog::Postgres(dsn), Some(host)) => {
+            Ok(Catalog::Postgres(crate::catalog::with_host(&dsn, host)))
+        }
+        (Catalog::File(_), Some(_)) => Err(format!(
+            "{DUCKLAKE_CATALOG_HOST} applies to a PostgreSQL catalog only"
+        )),
+        (catalog, None) => Ok(catalog),
+    }
+}
+
+/// A DNS name (RFC 1123 labels) or a dotted IPv4 address (which has that shape too): nothing
+/// that could change the meaning of the DSN it is spliced into.
+pub fn is_hostname(host: &str) -> bool {
+    host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// A positive whole number of connections.
+fn parse_connection_limit(value: &str) -> Option<u32> {
+    value.parse::<u32>().ok().filter(|n| *n > 0)
 }
 
 fn parse_bool(
@@ -241,6 +400,111 @@ mod tests {
         assert!(
             !debug.contains("topsecret") && !debug.contains("pw"),
             "{debug}"
+        );
+    }
+
+    #[test]
+    fn both_dsn_sources_are_a_config_error_naming_both() {
+        let err = LakeConfig::from_lookup(lookup(&[
+            (DUCKLAKE_CATALOG_DSN, "host=h password=pw"),
+            (
+                DUCKLAKE_CATALOG_SECRET_ARN,
+                "arn:aws:secretsmanager:eu-west-1:1:secret:dq",
+            ),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(DUCKLAKE_CATALOG_DSN)
+                && err.contains(DUCKLAKE_CATALOG_SECRET_ARN)
+                && err.contains("not both"),
+            "{err}"
+        );
+        assert!(!err.contains("pw"), "{err}");
+    }
+
+    #[test]
+    fn a_secret_dsn_needs_the_async_loader() {
+        let err = LakeConfig::from_lookup(lookup(&[(DUCKLAKE_CATALOG_SECRET_ARN, "arn:x")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("from_env_with_secrets"), "{err}");
+    }
+
+    #[test]
+    fn the_catalog_host_replaces_the_dsn_host() {
+        let cfg = LakeConfig::from_lookup(lookup(&[
+            (
+                DUCKLAKE_CATALOG_DSN,
+                "host=db.internal dbname=dq password=pw",
+            ),
+            (
+                DUCKLAKE_CATALOG_HOST,
+                "dq-proxy.proxy-abc.eu-west-1.rds.amazonaws.com",
+            ),
+        ]))
+        .unwrap();
+        assert_eq!(
+            cfg.catalog,
+            Catalog::Postgres(
+                "host=dq-proxy.proxy-abc.eu-west-1.rds.amazonaws.com dbname=dq password=pw \
+                 connect_timeout=10"
+                    .into()
+            )
+        );
+        // Applied again to whatever DSN a secret yields later.
+        assert_eq!(
+            cfg.catalog_for("postgresql://u:pw@db:5432/dq")
+                .unwrap()
+                .uri(),
+            "ducklake:postgres:postgresql://u:pw@dq-proxy.proxy-abc.eu-west-1.rds.amazonaws.com\
+             :5432/dq?connect_timeout=10"
+        );
+    }
+
+    #[test]
+    fn the_catalog_host_must_be_a_hostname_of_a_postgres_catalog() {
+        for host in ["h x", "h' password=x", "-h", "a..b", "h:5432", "[::1]"] {
+            let err = LakeConfig::from_lookup(lookup(&[
+                (DUCKLAKE_CATALOG_DSN, "host=h"),
+                (DUCKLAKE_CATALOG_HOST, host),
+            ]))
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("must be a hostname"), "{host}: {err}");
+        }
+        let err = LakeConfig::from_lookup(lookup(&[
+            (DUCKLAKE_CATALOG_DSN, "/tmp/lake.ducklake"),
+            (DUCKLAKE_CATALOG_HOST, "proxy"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("PostgreSQL catalog only"), "{err}");
+        assert!(is_hostname("10.0.0.12") && is_hostname("localhost"));
+        assert!(!is_hostname(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn the_connection_limit_is_a_positive_integer() {
+        let with = |v: &str| {
+            LakeConfig::from_lookup(lookup(&[
+                (DUCKLAKE_CATALOG_DSN, "host=h"),
+                (DUCKLAKE_PG_CONNECTION_LIMIT, v),
+            ]))
+        };
+        assert_eq!(with(" 4 ").unwrap().pg_connection_limit, Some(4));
+        for bad in ["0", "-1", "two", "1.5", "99999999999"] {
+            let err = with(bad).unwrap_err().to_string();
+            assert!(
+                err.contains(DUCKLAKE_PG_CONNECTION_LIMIT) && err.contains("positive integer"),
+                "{bad}: {err}"
+            );
+        }
+        assert_eq!(
+            LakeConfig::from_lookup(lookup(&[(DUCKLAKE_CATALOG_DSN, "host=h")]))
+                .unwrap()
+                .pg_connection_limit,
+            None
         );
     }
 }

@@ -45,6 +45,9 @@ pub enum Error {
         /// DuckDB's message with secrets masked.
         message: String,
     },
+    /// The catalog DSN could not be read from Secrets Manager.
+    #[error("catalog DSN secret: {0}")]
+    Secret(#[source] secrets::Error),
     /// The request was given up (its deadline passed or its caller went away) before this read
     /// started; see [`crate::interruptible`].
     #[error("read not started: the request was given up (deadline passed or caller gone)")]
@@ -60,6 +63,11 @@ pub enum Error {
 }
 
 impl Error {
+    /// True when the catalog refused the credentials ([`is_auth_failure`]).
+    pub fn is_auth_failure(&self) -> bool {
+        matches!(self, Error::Duckdb { message, .. } if is_auth_failure(message))
+    }
+
     /// True when the error is a DuckLake commit conflict, which a retry may resolve (din's
     /// classification: the text mentions `conflict` or a TransactionContext error).
     pub fn is_commit_conflict(&self) -> bool {
@@ -73,5 +81,37 @@ impl Error {
     }
 }
 
+/// Whether an error text says the PostgreSQL catalog refused the credentials: SQLSTATE `28P01`
+/// (invalid password) or `28000` (invalid authorization), or libpq's wording of them, which is
+/// all DuckDB passes on.
+pub fn is_auth_failure(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    lower.contains("password authentication failed")
+        || lower.contains("pam authentication failed")
+        || lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| word == "28p01" || word == "28000")
+}
+
 /// Result alias for the lake crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognizes_authentication_failures() {
+        assert!(is_auth_failure(
+            "IO Error: Unable to connect to Postgres at \"host=h password=***\": connection to \
+             server at \"127.0.0.1\", port 5432 failed: FATAL:  password authentication failed \
+             for user \"dq\""
+        ));
+        assert!(is_auth_failure("ERROR: 28P01: invalid password"));
+        assert!(is_auth_failure("SQLSTATE 28000"));
+        assert!(!is_auth_failure("wrote 128000 rows"));
+        assert!(!is_auth_failure(
+            "FATAL: too many connections for role \"dq\""
+        ));
+    }
+}

@@ -5,7 +5,8 @@
 //! Not here: decoding (the `decode` crate), blob storage (`blob`), the din simulator (`sim`).
 //!
 //! # Layout
-//! - [`config`]: environment keys and [`LakeConfig`].
+//! - [`config`]: environment keys and [`LakeConfig`] (a DSN may come from Secrets Manager, via
+//!   the `secrets` crate, and is re-read when the catalog refuses it: [`Lake::open`]).
 //! - [`catalog`]: DSN classification and ATTACH targets.
 //! - [`raw`]: the `raw_events` DDL, its layout, and its Arrow row schema.
 //! - [`progress`]: `meta.din_consumer_progress` (din's snapshot-expiry floor) and snapshots.
@@ -32,7 +33,7 @@ use std::path::{Path, PathBuf};
 pub use catalog::Catalog;
 pub use config::{LakeConfig, S3Config};
 pub use duckdb;
-pub use error::{Error, Result};
+pub use error::{is_auth_failure, Error, Result};
 pub use interrupt::{given_up, interruptible};
 pub use redact::Redactor;
 pub use shared::{is_invalidated, Pool, Pooled, SharedLake};
@@ -63,8 +64,53 @@ impl Lake {
     /// from the network), and attaches `lake` and `meta` as din does (din-raw §2.2). Refuses a
     /// catalog whose format version is not [`CATALOG_FORMAT_VERSION`] and one whose encryption
     /// disagrees with the configuration.
+    ///
+    /// With a DSN from Secrets Manager ([`LakeConfig::catalog_secret`]) the secret's cached value
+    /// is used, and when the catalog refuses its credentials (a rotation) the secret is re-read
+    /// once and the open retried; neither the DSN nor a password reaches an error or a log.
     pub fn open(cfg: LakeConfig) -> Result<Lake> {
-        let mut redactor = Redactor::default();
+        Lake::open_with_redactor(cfg, Redactor::default())
+    }
+
+    /// A fresh instance from this lake's config (after DuckDB invalidated this one, or the
+    /// catalog refused its credentials), re-reading a rotated secret as [`Lake::open`] does. The
+    /// redactor is shared, so holders of this lake's redactor also mask a rotated password.
+    pub fn reopen(&self) -> Result<Lake> {
+        Lake::open_with_redactor(self.cfg.clone(), self.redactor.clone())
+    }
+
+    /// Whether an error of this lake's statements calls for [`Lake::reopen`]: DuckDB invalidated
+    /// the instance, or the catalog refused credentials that come from a secret (rotated: new
+    /// PostgreSQL connections fail while the old ones live on).
+    pub fn needs_reopen(&self, message: &str) -> bool {
+        is_invalidated(message) || (self.cfg.catalog_secret.is_some() && is_auth_failure(message))
+    }
+
+    fn open_with_redactor(mut cfg: LakeConfig, redactor: Redactor) -> Result<Lake> {
+        let Some(secret) = cfg.catalog_secret.clone() else {
+            return Lake::open_once(cfg, redactor);
+        };
+        // The cached value, not the config's copy: another instance may have re-read it since.
+        let dsn = secret.value();
+        cfg.catalog = cfg.catalog_for(&dsn)?;
+        match Lake::open_once(cfg.clone(), redactor.clone()) {
+            Err(e) if e.is_auth_failure() => {
+                tracing::warn!(
+                    secret = %secret.id(),
+                    "the catalog refused the credentials of the secret; re-reading it"
+                );
+                let fresh = secret.refresh_blocking(&dsn).map_err(Error::Secret)?;
+                if fresh == dsn {
+                    return Err(e);
+                }
+                cfg.catalog = cfg.catalog_for(&fresh)?;
+                Lake::open_once(cfg, redactor)
+            }
+            opened => opened,
+        }
+    }
+
+    fn open_once(cfg: LakeConfig, redactor: Redactor) -> Result<Lake> {
         if let Some(pw) = cfg.catalog.password() {
             redactor.add(percent_decode(&pw));
             redactor.add(pw);
@@ -127,6 +173,20 @@ impl Lake {
             }
         }
         self.load_extensions(ext_dir, &extensions)?;
+        if let Some(limit) = cfg
+            .pg_connection_limit
+            .filter(|_| cfg.catalog.is_postgres())
+        {
+            // The extension's `pg_connection_limit` is deprecated and bounds nothing in 1.5.4; a
+            // pool of this size per attached database (`lake`'s catalog and `meta`), waiting for
+            // a free connection instead of opening one more (the default 'force'), does.
+            self.exec(
+                "set pg_pool_max_connections",
+                &format!(
+                    "SET pg_pool_max_connections = {limit}; SET pg_pool_acquire_mode = 'wait'"
+                ),
+            )?;
+        }
         set_utc(&self.conn).map_err(|e| db_error(&self.redactor, "set TimeZone", e))?;
         if cfg.data_on_s3() {
             self.exec("create S3 secret", &s3_secret_sql(&cfg.s3))?;

@@ -5,18 +5,22 @@
 //! the process was configured with, and the *shapes* that carry a password (libpq `password=…`,
 //! URL userinfo `user:pass@`) so a secret we were never told about is caught as well.
 
+use std::sync::{Arc, PoisonError, RwLock};
+
 /// The placeholder that replaces a secret.
 pub const MASK: &str = "***";
 
-/// Knows the configured secret values and masks them, plus any DSN password, in text.
+/// Knows the configured secret values and masks them, plus any DSN password, in text. Clones
+/// share one list: a password learned when the lake is reopened after a credential rotation is
+/// masked by every holder of the lake's redactor.
 #[derive(Clone, Default)]
 pub struct Redactor {
-    secrets: Vec<String>,
+    secrets: Arc<RwLock<Vec<String>>>,
 }
 
 impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Redactor({} secrets)", self.secrets.len())
+        write!(f, "Redactor({} secrets)", self.read().len())
     }
 }
 
@@ -34,22 +38,29 @@ impl Redactor {
             .collect();
         // Longest first, so a secret that contains another is masked whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        Self { secrets }
+        Self {
+            secrets: Arc::new(RwLock::new(secrets)),
+        }
     }
 
-    /// Adds one more secret value.
-    pub fn add(&mut self, secret: impl Into<String>) {
+    /// Adds one more secret value (seen by every clone).
+    pub fn add(&self, secret: impl Into<String>) {
         let secret = secret.into();
-        if !secret.is_empty() && !self.secrets.contains(&secret) {
-            self.secrets.push(secret);
-            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let mut secrets = self.secrets.write().unwrap_or_else(PoisonError::into_inner);
+        if !secret.is_empty() && !secrets.contains(&secret) {
+            secrets.push(secret);
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<String>> {
+        self.secrets.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Returns `text` with every known secret and every DSN password masked.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for secret in &self.secrets {
+        for secret in self.read().iter() {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), MASK);
             }
@@ -133,6 +144,14 @@ mod tests {
     fn masks_configured_secrets() {
         let r = Redactor::new(["s3cr3t", ""]);
         assert_eq!(r.redact("key s3cr3t and s3cr3t"), "key *** and ***");
+    }
+
+    #[test]
+    fn clones_share_secrets_added_later() {
+        let r = Redactor::default();
+        let clone = r.clone();
+        r.add("rotated-pw");
+        assert_eq!(clone.redact("auth rotated-pw"), "auth ***");
     }
 
     #[test]

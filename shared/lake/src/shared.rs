@@ -8,6 +8,10 @@
 //! reopens the lake from its config, and connections of the old instance are dropped as they come
 //! back to their pools (each carries the generation it was opened in). [`Pool`] is that pool, the
 //! one definition of the rule for every reader.
+//!
+//! The same reopening answers a catalog that refuses credentials coming from a secret (a
+//! rotation: connections opened before it live on, new ones fail), since a reopened lake re-reads
+//! the secret ([`Lake::reopen`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -28,6 +32,8 @@ pub struct SharedLake {
     lake: Mutex<Lake>,
     generation: AtomicU64,
     redactor: Redactor,
+    // The catalog's credentials come from a secret (fixed for the lake's life: same config).
+    rotating: bool,
 }
 
 impl std::fmt::Debug for SharedLake {
@@ -42,14 +48,16 @@ impl SharedLake {
     /// Shares an opened lake.
     pub fn new(lake: Lake) -> SharedLake {
         let redactor = lake.redactor().clone();
+        let rotating = lake.config().catalog_secret.is_some();
         SharedLake {
             lake: Mutex::new(lake),
             generation: AtomicU64::new(0),
             redactor,
+            rotating,
         }
     }
 
-    /// The redactor of the lake's secrets (the same across reopenings: same config).
+    /// The redactor of the lake's secrets, shared with every reopened instance.
     pub fn redactor(&self) -> &Redactor {
         &self.redactor
     }
@@ -89,13 +97,18 @@ impl SharedLake {
         self.reopen(&mut lake)
     }
 
+    /// Whether a statement error calls for [`SharedLake::recover`] ([`Lake::needs_reopen`]).
+    pub fn needs_reopen(&self, message: &str) -> bool {
+        is_invalidated(message) || (self.rotating && crate::is_auth_failure(message))
+    }
+
     /// Replaces the locked instance by a freshly opened lake and bumps the generation; the old
     /// one is abandoned ([`Lake::abandon`]), never destroyed.
     fn reopen(&self, lake: &mut Lake) -> Result<()> {
-        let fresh = Lake::open(lake.config().clone())?;
+        let fresh = lake.reopen()?;
         std::mem::replace(lake, fresh).abandon();
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        tracing::warn!(generation, "DuckDB instance was invalidated; lake reopened");
+        tracing::warn!(generation, "lake reopened");
         Ok(())
     }
 }
@@ -183,12 +196,13 @@ impl Pool {
     }
 
     /// Returns a connection after its statement; `error` is the statement's error text, if it
-    /// failed. A connection whose instance was invalidated is dropped and the lake reopened, so
-    /// the failed request is the only one that sees it.
+    /// failed. A connection whose instance was invalidated (or whose catalog refused rotated
+    /// credentials) is dropped and the lake reopened, so the failed request is the only one
+    /// that sees it.
     pub fn give_back(&self, mut pooled: Pooled, error: Option<&str>) {
         // No longer the request's: its interrupts must not reach the connection's next user.
         pooled.registration = None;
-        if error.is_some_and(is_invalidated) {
+        if error.is_some_and(|e| self.lake.needs_reopen(e)) {
             let generation = pooled.generation;
             drop(pooled);
             if let Err(e) = self.lake.recover(generation) {

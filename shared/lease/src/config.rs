@@ -14,6 +14,10 @@ pub const MATERIALIZER_LEASE_ID: &str = "MATERIALIZER_LEASE_ID";
 /// Lease time-to-live: whole seconds with an optional `s`, `m` or `h` suffix (`120`, `120s`,
 /// `2m`); defaults to [`DEFAULT_TTL`], at least [`MIN_TTL`].
 pub const MATERIALIZER_LEASE_TTL: &str = "MATERIALIZER_LEASE_TTL";
+/// How long a maintenance action waits for a held lease, asking its holder to yield, before it
+/// gives up with [`crate::LeaseError::WaitExpired`]: a Go duration (`90s`, `5m`, `1m30s`);
+/// defaults to 0 (no wait: a held lease is refused at once), at most [`MAX_WAIT`].
+pub const MATERIALIZER_LEASE_WAIT: &str = "MATERIALIZER_LEASE_WAIT";
 /// DynamoDB endpoint override for local emulators (moto, DynamoDB Local); takes precedence over
 /// [`AWS_ENDPOINT_URL`].
 pub const DYNAMODB_ENDPOINT: &str = "DYNAMODB_ENDPOINT";
@@ -31,6 +35,8 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(120);
 pub const MIN_TTL: Duration = Duration::from_secs(20);
 /// The longest accepted TTL; longer would leave a crashed holder's lease blocking for hours.
 pub const MAX_TTL: Duration = Duration::from_secs(12 * 3600);
+/// The longest accepted [`MATERIALIZER_LEASE_WAIT`]: a Lambda runs for at most 15 minutes.
+pub const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
 /// The region when [`AWS_REGION`] is unset.
 pub const DEFAULT_REGION: &str = "us-east-1";
 
@@ -43,6 +49,8 @@ pub struct LeaseConfig {
     pub lease_id: String,
     /// How long an acquisition or renewal lasts.
     pub ttl: Duration,
+    /// How long [`crate::Lease::acquire_waiting`] waits for a held lease (zero: not at all).
+    pub wait: Duration,
     /// DynamoDB endpoint override (`http://127.0.0.1:5000`).
     pub endpoint: Option<String>,
     /// AWS region.
@@ -61,6 +69,7 @@ impl Default for LeaseConfig {
             table: None,
             lease_id: DEFAULT_LEASE_ID.to_owned(),
             ttl: DEFAULT_TTL,
+            wait: Duration::ZERO,
             endpoint: None,
             region: DEFAULT_REGION.to_owned(),
             access_key_id: None,
@@ -75,6 +84,7 @@ impl std::fmt::Debug for LeaseConfig {
             .field("table", &self.table)
             .field("lease_id", &self.lease_id)
             .field("ttl", &self.ttl)
+            .field("wait", &self.wait)
             .field("endpoint", &self.endpoint)
             .field("region", &self.region)
             .field("access_key_id", &self.access_key_id)
@@ -111,7 +121,7 @@ impl LeaseConfig {
         }
         let ttl = match get(MATERIALIZER_LEASE_TTL) {
             None => DEFAULT_TTL,
-            Some(text) => match parse_ttl(&text) {
+            Some(text) => match parse_duration(&text) {
                 Some(ttl) if (MIN_TTL..=MAX_TTL).contains(&ttl) => ttl,
                 _ => {
                     problems.push(format!(
@@ -124,6 +134,20 @@ impl LeaseConfig {
                 }
             },
         };
+        let wait = match get(MATERIALIZER_LEASE_WAIT) {
+            None => Duration::ZERO,
+            Some(text) => match parse_duration(&text) {
+                Some(wait) if wait <= MAX_WAIT => wait,
+                _ => {
+                    problems.push(format!(
+                        "{MATERIALIZER_LEASE_WAIT} must be a duration like 90s, 5m or 1m30s, at \
+                         most {}s",
+                        MAX_WAIT.as_secs()
+                    ));
+                    Duration::ZERO
+                }
+            },
+        };
         if !problems.is_empty() {
             return Err(LeaseError::Config(problems.join("; ")));
         }
@@ -131,6 +155,7 @@ impl LeaseConfig {
             table,
             lease_id: get(MATERIALIZER_LEASE_ID).unwrap_or_else(|| DEFAULT_LEASE_ID.to_owned()),
             ttl,
+            wait,
             endpoint: get(DYNAMODB_ENDPOINT).or_else(|| get(AWS_ENDPOINT_URL)),
             region: get(AWS_REGION).unwrap_or_else(|| DEFAULT_REGION.to_owned()),
             access_key_id: None,
@@ -152,19 +177,33 @@ pub(crate) fn valid_table_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
-/// `120`, `120s`, `2m`, `1h` → a duration; anything else → `None`.
-fn parse_ttl(text: &str) -> Option<Duration> {
-    let (digits, unit) = match text.strip_suffix(['s', 'm', 'h']) {
-        Some(digits) => (digits, &text[digits.len()..]),
-        None => (text, "s"),
-    };
-    let amount: u64 = digits.trim().parse().ok()?;
-    let per_unit = match unit {
-        "m" => 60,
-        "h" => 3600,
-        _ => 1,
-    };
-    amount.checked_mul(per_unit).map(Duration::from_secs)
+/// A Go-style duration: one or more `<whole number><unit>` with units `h`, `m`, `s`, `ms`
+/// (`2m`, `1m30s`, `500ms`), or whole seconds without a unit (`120`); anything else → `None`.
+fn parse_duration(text: &str) -> Option<Duration> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok().map(Duration::from_secs);
+    }
+    let mut rest = text;
+    let mut total = Duration::ZERO;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let amount: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let part = match &rest[..unit] {
+            "h" => Duration::from_secs(amount.checked_mul(3600)?),
+            "m" => Duration::from_secs(amount.checked_mul(60)?),
+            "s" => Duration::from_secs(amount),
+            "ms" => Duration::from_millis(amount),
+            _ => return None,
+        };
+        rest = &rest[unit..];
+        total = total.checked_add(part)?;
+    }
+    Some(total)
 }
 
 #[cfg(test)]
@@ -227,14 +266,27 @@ mod tests {
     }
 
     #[test]
-    fn parses_ttls() {
-        assert_eq!(parse_ttl("120"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_ttl("120s"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_ttl("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_ttl("1h"), Some(Duration::from_secs(3600)));
-        for bad in ["", "s", "1.5m", "-3", "2d", "ten"] {
-            assert_eq!(parse_ttl(bad), None, "{bad}");
+    fn parses_durations() {
+        assert_eq!(parse_duration("120"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("120s"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1500ms"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
+        for bad in ["", "s", "1.5m", "-3", "2d", "ten", "5s3", "m5"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn reads_the_wait() {
+        let cfg = LeaseConfig::from_lookup(lookup(&[(MATERIALIZER_LEASE_WAIT, "5m")])).unwrap();
+        assert_eq!(cfg.wait, Duration::from_secs(300));
+        let err = LeaseConfig::from_lookup(lookup(&[(MATERIALIZER_LEASE_WAIT, "1h")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(MATERIALIZER_LEASE_WAIT), "{err}");
     }
 
     #[test]

@@ -2,13 +2,17 @@
 //!
 //! Item (partition key [`KEY`]): `holder` (S, absent once released), `fence` (N), `expires_at`
 //! (N, epoch seconds, also the table's TTL attribute), `acquired_at`, `renewed_at`,
-//! `released_at` (N, epoch seconds).
+//! `released_at` (N, epoch seconds), and while someone waits for the lease
+//! `yield_requested_by` (S, the waiter's holder id) and `yield_requested_at` (N, epoch seconds).
 //!
 //! - acquire: one `UpdateItem` that takes the lease when nobody holds it or the holder's lease
-//!   expired, bumping the fence; if the condition fails, the item as it was (returned with the
-//!   failure) says who holds it. When that is us, a second `UpdateItem` extends our lease without
-//!   a new fence.
-//! - renew / release: `UpdateItem` conditioned on `holder = me AND fence = my fence`.
+//!   expired, bumping the fence and clearing any yield request (it was addressed to the previous
+//!   holder); if the condition fails, the item as it was (returned with the failure) says who
+//!   holds it. When that is us, a second `UpdateItem` extends our lease without a new fence.
+//! - renew / release: `UpdateItem` conditioned on `holder = me AND fence = my fence`; renew
+//!   returns the item, so the holder learns of a yield request at its next renewal.
+//! - request / withdraw a yield: `UpdateItem` conditioned on someone else holding the lease /
+//!   the request being ours. Neither touches the holder, fence or expiry.
 //! - check: a strongly consistent `GetItem`.
 //!
 //! Expiry compares `expires_at` with the *caller's* clock, so the clocks of competing invocations
@@ -47,13 +51,15 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_ATTEMPTS: u32 = 3;
 
 /// Attribute names, used through `#name` placeholders so reserved words never matter.
-const NAMES: [(&str, &str); 6] = [
+const NAMES: [(&str, &str); 8] = [
     ("#holder", "holder"),
     ("#fence", "fence"),
     ("#expires_at", TTL_ATTRIBUTE),
     ("#acquired_at", "acquired_at"),
     ("#renewed_at", "renewed_at"),
     ("#released_at", "released_at"),
+    ("#yield_by", "yield_requested_by"),
+    ("#yield_at", "yield_requested_at"),
 ];
 
 /// The lease item as read.
@@ -62,6 +68,8 @@ pub(crate) struct Snapshot {
     pub(crate) holder: Option<String>,
     pub(crate) fence: u64,
     pub(crate) expires_at: i64,
+    /// The holder id of an invocation waiting for the lease, if one asked the holder to yield.
+    pub(crate) yield_requested_by: Option<String>,
 }
 
 /// A lease item in one table.
@@ -106,7 +114,7 @@ impl DynamoBackend {
                 .update(
                     "SET #holder = :me, #fence = if_not_exists(#fence, :seed) + :one, \
                      #expires_at = :expires, #acquired_at = :now, #renewed_at = :now \
-                     REMOVE #released_at",
+                     REMOVE #released_at, #yield_by, #yield_at",
                     "attribute_not_exists(#holder) OR (#expires_at <= :now AND #holder <> :me)",
                 )
                 .expression_attribute_values(":me", s(holder))
@@ -242,6 +250,37 @@ impl DynamoBackend {
         match released {
             Ok(_) => Ok(true),
             Err(error) => self.condition_failure(error, "UpdateItem").map(|_| false),
+        }
+    }
+
+    /// Asks the current holder to yield to `requester`. False when nobody else holds the lease
+    /// (it is free, expired or ours): then there is nobody to ask, and acquiring is the next step.
+    pub(crate) async fn request_yield(&self, requester: &str, now: i64) -> Result<bool> {
+        let requested = self
+            .update(
+                "SET #yield_by = :me, #yield_at = :now",
+                "attribute_exists(#holder) AND #holder <> :me AND #expires_at > :now",
+            )
+            .expression_attribute_values(":me", s(requester))
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match requested {
+            Ok(_) => Ok(true),
+            Err(error) => self.condition_failure(error, "UpdateItem").map(|_| false),
+        }
+    }
+
+    /// Withdraws `requester`'s yield request, if it is still the one recorded.
+    pub(crate) async fn withdraw_yield(&self, requester: &str) -> Result<()> {
+        let withdrawn = self
+            .update("REMOVE #yield_by, #yield_at", "#yield_by = :me")
+            .expression_attribute_values(":me", s(requester))
+            .send()
+            .await;
+        match withdrawn {
+            Ok(_) => Ok(()),
+            Err(error) => self.condition_failure(error, "UpdateItem").map(|_| ()),
         }
     }
 
@@ -437,10 +476,16 @@ impl DynamoBackend {
             Some(AttributeValue::S(holder)) => Some(holder.clone()),
             Some(_) => return Err(self.bad_item("`holder` is not a string")),
         };
+        let yield_requested_by = match item.get("yield_requested_by") {
+            Some(AttributeValue::S(requester)) => Some(requester.clone()),
+            // Written only by this crate; anything else is no request a holder should act on.
+            _ => None,
+        };
         Ok(Snapshot {
             holder,
             fence,
             expires_at: number(TTL_ATTRIBUTE)?,
+            yield_requested_by,
         })
     }
 
@@ -457,6 +502,9 @@ impl DynamoBackend {
             holder: holder.to_owned(),
             fence: snapshot.fence,
             expires_at: snapshot.expires_at,
+            yield_requested_by: snapshot
+                .yield_requested_by
+                .filter(|requester| requester != holder),
         }
     }
 }
@@ -587,6 +635,7 @@ mod tests {
             holder: "me".into(),
             fence: 7,
             expires_at: 100,
+            yield_requested_by: None,
         }
     }
 
@@ -604,12 +653,14 @@ mod tests {
             holder: None,
             fence: 7,
             expires_at: 1,
+            yield_requested_by: None,
         };
         assert_eq!(reason(Some(released)), LostReason::Released);
         let taken = Snapshot {
             holder: Some("peer".into()),
             fence: 8,
             expires_at: 1,
+            yield_requested_by: None,
         };
         assert_eq!(
             reason(Some(taken)),

@@ -1,8 +1,9 @@
 //! The lease crate's error type.
 //!
-//! Three variants are *outcomes*, not faults: [`LeaseError::Held`] (a peer is running, skip this
-//! tick), [`LeaseError::Lost`] (another holder took over, do not commit) and
-//! [`LeaseError::Expiring`] (renew before committing). The rest are faults;
+//! Four variants are *outcomes*, not faults: [`LeaseError::Held`] (a peer is running, skip this
+//! tick), [`LeaseError::WaitExpired`] (a peer kept it for the whole wait of
+//! [`crate::Lease::acquire_waiting`]), [`LeaseError::Lost`] (another holder took over, do not
+//! commit) and [`LeaseError::Expiring`] (renew before committing). The rest are faults;
 //! [`LeaseError::is_transient`] tells which of those a later attempt may clear.
 
 use std::fmt;
@@ -19,6 +20,22 @@ pub enum LeaseError {
         holder: String,
         /// When the holder's lease expires, in epoch seconds.
         expires_at: i64,
+    },
+    /// [`crate::Lease::acquire_waiting`] asked the holder to yield and polled for the whole wait,
+    /// and the holder still has the lease.
+    #[error(
+        "waited {waited_secs}s for lease `{lease_id}`, still held by `{holder}` until {expires_at} \
+         (epoch seconds): the holder did not yield within the wait"
+    )]
+    WaitExpired {
+        /// The lease id.
+        lease_id: String,
+        /// The holder at the last attempt.
+        holder: String,
+        /// When the holder's lease expires, in epoch seconds.
+        expires_at: i64,
+        /// How long the caller waited, in whole seconds.
+        waited_secs: u64,
     },
     /// The guard no longer matches the lease: it expired and a new holder took it, or it was
     /// released. The holder must not commit.
@@ -93,6 +110,7 @@ impl LeaseError {
                     | std::io::ErrorKind::WouldBlock
             ),
             LeaseError::Held { .. }
+            | LeaseError::WaitExpired { .. }
             | LeaseError::Lost { .. }
             | LeaseError::Expiring { .. }
             | LeaseError::Config(_)
@@ -100,11 +118,12 @@ impl LeaseError {
         }
     }
 
-    /// A stable label for logs and metrics: `held`, `lost`, `expiring`, `config`, `dynamo`,
-    /// `schema` or `io`.
+    /// A stable label for logs and metrics: `held`, `wait_expired`, `lost`, `expiring`,
+    /// `config`, `dynamo`, `schema` or `io`.
     pub fn label(&self) -> &'static str {
         match self {
             LeaseError::Held { .. } => "held",
+            LeaseError::WaitExpired { .. } => "wait_expired",
             LeaseError::Lost { .. } => "lost",
             LeaseError::Expiring { .. } => "expiring",
             LeaseError::Config(_) => "config",

@@ -14,6 +14,12 @@
 //! window transaction (so the catalog, not this check, aborts a writer that lost the lease). It does not renew in the background either: the caller renews, so a
 //! frozen Lambda never believes it still holds a lease.
 //!
+//! A maintenance invocation need not wait for the holder's lease to expire:
+//! [`Lease::acquire_waiting`] records a *yield request* on the lease and polls. The holder sees
+//! the request in the guard of its next renewal ([`LeaseGuard::yield_requested_by`]) and, at a
+//! commit boundary of its choosing, releases. Nothing is taken from the holder: a holder that
+//! never yields keeps the lease, and the waiter gets [`LeaseError::WaitExpired`].
+//!
 //! Why not the `dynamodb-lease` crate (0.22): its lease version is a random UUID replaced on each
 //! extension, not a monotonic fencing token; it has no consistent "still mine?" read, reads the
 //! system clock directly, returns `anyhow` errors, panics on bad settings and renews from a
@@ -76,6 +82,7 @@ pub struct LeaseGuard {
     holder: String,
     fence: u64,
     expires_at: i64,
+    yield_requested_by: Option<String>,
 }
 
 impl LeaseGuard {
@@ -99,7 +106,21 @@ impl LeaseGuard {
     pub fn lease_id(&self) -> &str {
         &self.lease_id
     }
+
+    /// The holder id of an invocation waiting for this lease, as seen by the acquisition or
+    /// renewal that returned this guard: the holder should release at its next commit boundary.
+    pub fn yield_requested_by(&self) -> Option<&str> {
+        self.yield_requested_by.as_deref()
+    }
 }
+
+/// The first pause between attempts of [`Lease::acquire_waiting`]; it doubles up to
+/// [`MAX_WAIT_POLL`].
+const FIRST_WAIT_POLL: Duration = Duration::from_millis(200);
+/// The longest pause between attempts of [`Lease::acquire_waiting`]: how long a released lease
+/// may stay free before the waiter takes it (a scheduled tick could take it meanwhile, and is
+/// then asked to yield in turn).
+const MAX_WAIT_POLL: Duration = Duration::from_secs(2);
 
 /// Where the lease lives.
 #[derive(Clone, Debug)]
@@ -120,6 +141,7 @@ pub struct Lease {
     clock: Arc<dyn Clock>,
     ttl: Duration,
     check_margin: Duration,
+    wait: Duration,
 }
 
 impl fmt::Debug for Lease {
@@ -129,6 +151,7 @@ impl fmt::Debug for Lease {
             .field("holder", &self.holder)
             .field("ttl", &self.ttl)
             .field("check_margin", &self.check_margin)
+            .field("wait", &self.wait)
             .finish_non_exhaustive()
     }
 }
@@ -180,10 +203,11 @@ impl Lease {
             }
             None => Lease::local(local_path.as_ref()),
         };
-        let lease = lease.with_ttl(cfg.ttl);
+        let lease = lease.with_ttl(cfg.ttl).with_wait(cfg.wait);
         tracing::info!(
             lease = %lease,
             ttl_secs = cfg.ttl.as_secs(),
+            wait_secs = cfg.wait.as_secs(),
             endpoint = cfg.endpoint.as_deref().unwrap_or("default"),
             "materializer lease configured"
         );
@@ -202,6 +226,7 @@ impl Lease {
             clock: Arc::new(SystemClock),
             ttl: config::DEFAULT_TTL,
             check_margin: DEFAULT_CHECK_MARGIN,
+            wait: Duration::ZERO,
         }
     }
 
@@ -219,6 +244,7 @@ impl Lease {
             clock: Arc::clone(&self.clock),
             ttl: self.ttl,
             check_margin: self.check_margin,
+            wait: self.wait,
         }
     }
 
@@ -238,6 +264,18 @@ impl Lease {
     pub fn with_check_margin(mut self, margin: Duration) -> Lease {
         self.check_margin = margin;
         self
+    }
+
+    /// Sets the wait returned by [`Lease::wait`] (default zero).
+    pub fn with_wait(mut self, wait: Duration) -> Lease {
+        self.wait = wait;
+        self
+    }
+
+    /// The configured wait ([`config::MATERIALIZER_LEASE_WAIT`]), to pass to
+    /// [`Lease::acquire_waiting`].
+    pub fn wait(&self) -> Duration {
+        self.wait
     }
 
     /// This handle's holder id.
@@ -289,6 +327,78 @@ impl Lease {
             Err(_) => {}
         }
         guard
+    }
+
+    /// [`Lease::acquire`], waiting up to `wait` for a held lease: each refusal records a yield
+    /// request for the holder ([`LeaseGuard::yield_requested_by`]) and the attempt is repeated
+    /// after a pause that doubles from 200 ms to 2 s. A zero `wait` is one plain attempt.
+    ///
+    /// # Errors
+    /// [`LeaseError::Held`] when `wait` is zero and another holder has it;
+    /// [`LeaseError::WaitExpired`] when another holder still has it after `wait` (the yield
+    /// request is withdrawn first, so a holder that did not act on it yet keeps running).
+    pub async fn acquire_waiting(&self, ttl: Duration, wait: Duration) -> Result<LeaseGuard> {
+        if wait.is_zero() {
+            return self.acquire(ttl).await;
+        }
+        let started = tokio::time::Instant::now();
+        let give_up = started + wait;
+        let mut pause = FIRST_WAIT_POLL;
+        let mut asked = false;
+        loop {
+            let (holder, expires_at) = match self.acquire(ttl).await {
+                Err(LeaseError::Held {
+                    holder, expires_at, ..
+                }) => (holder, expires_at),
+                other => return other,
+            };
+            let now = tokio::time::Instant::now();
+            if now >= give_up {
+                if let Err(error) = self.withdraw_yield().await {
+                    tracing::warn!(lease = %self, %error, "withdrawing the yield request failed");
+                }
+                return Err(LeaseError::WaitExpired {
+                    lease_id: self.lease_id(),
+                    holder,
+                    expires_at,
+                    waited_secs: now.duration_since(started).as_secs(),
+                });
+            }
+            // Asked again on every attempt: a holder that took the lease meanwhile (a scheduled
+            // tick) cleared the request addressed to its predecessor.
+            let requested = match &self.backend {
+                Backend::Dynamo(dynamo) => {
+                    dynamo
+                        .request_yield(&self.holder, self.clock.now_secs())
+                        .await?
+                }
+                Backend::Local(local) => {
+                    local.request_yield(&self.holder, self.clock.now_secs())?
+                }
+            };
+            if requested && !asked {
+                asked = true;
+                tracing::info!(lease = %self, holder = %holder, "lease held; asked the holder to yield");
+            }
+            tokio::time::sleep(pause.min(give_up - now)).await;
+            pause = (pause * 2).min(MAX_WAIT_POLL);
+        }
+    }
+
+    /// Withdraws this handle's yield request, if it is still the recorded one.
+    async fn withdraw_yield(&self) -> Result<()> {
+        match &self.backend {
+            Backend::Dynamo(dynamo) => dynamo.withdraw_yield(&self.holder).await,
+            Backend::Local(local) => local.withdraw_yield(Some(&self.holder)),
+        }
+    }
+
+    /// The lease id guards of this lease carry.
+    fn lease_id(&self) -> String {
+        match &self.backend {
+            Backend::Dynamo(dynamo) => dynamo.lease_id().to_owned(),
+            Backend::Local(local) => local.lease_id(),
+        }
     }
 
     /// Extends the lease of `guard` to now + `ttl` and returns the updated guard.
@@ -355,11 +465,7 @@ impl Lease {
 
     /// The guard must come from this holder and this lease.
     fn ensure_own(&self, guard: &LeaseGuard) -> Result<()> {
-        let lease_id = match &self.backend {
-            Backend::Dynamo(dynamo) => dynamo.lease_id().to_owned(),
-            Backend::Local(local) => local.lease_id(),
-        };
-        if guard.holder == self.holder && guard.lease_id == lease_id {
+        if guard.holder == self.holder && guard.lease_id == self.lease_id() {
             Ok(())
         } else {
             Err(LeaseError::Lost {

@@ -11,6 +11,11 @@
 //! with a small `key=value` record that persists the fence across processes. A file that does
 //! not parse (e.g. a torn write) restarts the fence from the clock in milliseconds, which is above
 //! any counter reached before.
+//!
+//! A waiter asks the holder to yield by writing its holder id into a sidecar file,
+//! `<lock file>.yield` (the lock file itself is rewritten by its holder, which would clobber a
+//! request written into it). The holder reads the sidecar when it renews; a new holder deletes
+//! it, since the request was addressed to its predecessor.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -22,6 +27,8 @@ use crate::{LeaseError, LeaseGuard, LostReason, Result};
 
 /// How often acquire reopens the path when the file was replaced between open and lock.
 const OPEN_ROUNDS: usize = 3;
+/// The yield-request sidecar's key for the requester's holder id.
+const REQUESTED_BY: &str = "yield_requested_by=";
 /// The record's first line.
 const HEADER: &str =
     "# dq materializer lease: do not delete or replace while a materializer may run";
@@ -110,7 +117,7 @@ impl LocalBackend {
                 record.expires_at = expires_at;
                 record.renewed_at = now;
                 self.write(&held.file, &record)?;
-                return Ok(self.guard(&record));
+                return Ok(self.guard(&record, self.yield_request()?));
             }
             // The path was replaced (or the holder changed): our lock guards nothing any more.
             *state = None;
@@ -177,7 +184,8 @@ impl LocalBackend {
                 holder: holder.to_owned(),
                 fence,
             });
-            return Ok(self.guard(&record));
+            self.withdraw_yield(None)?;
+            return Ok(self.guard(&record, None));
         }
         Err(LeaseError::io(
             format!("lock lease file {}", self.path.display()),
@@ -195,7 +203,7 @@ impl LocalBackend {
         record.renewed_at = now;
         let held = state.as_ref().ok_or_else(|| not_held(guard))?;
         self.write(&held.file, &record)?;
-        Ok(self.guard(&record))
+        Ok(self.guard(&record, self.yield_request()?))
     }
 
     /// The lease as recorded, after checking that this handle holds the lock for `guard`.
@@ -206,7 +214,72 @@ impl LocalBackend {
             holder: Some(record.holder),
             fence: record.fence,
             expires_at: record.expires_at,
+            yield_requested_by: self.yield_request()?,
         })
+    }
+
+    /// The sidecar's path: `<lock file>.yield`.
+    fn yield_path(&self) -> PathBuf {
+        let mut path = self.path.clone().into_os_string();
+        path.push(".yield");
+        PathBuf::from(path)
+    }
+
+    /// Records that `requester` waits for the lease. The lock is not probed: a request to
+    /// nobody is deleted by the next acquisition.
+    pub(crate) fn request_yield(&self, requester: &str, now: i64) -> Result<bool> {
+        let held_by_requester = self
+            .lock_state()
+            .as_ref()
+            .is_some_and(|held| held.holder == requester);
+        if held_by_requester {
+            return Ok(false);
+        }
+        let path = self.yield_path();
+        std::fs::write(
+            &path,
+            format!("{REQUESTED_BY}{requester}\nrequested_at={now}\n"),
+        )
+        .map_err(|e| LeaseError::io(format!("write yield request {}", path.display()), e))?;
+        Ok(true)
+    }
+
+    /// Deletes the yield request: `requester`'s only (a waiter giving up), or any (`None`: a new
+    /// holder, to whom no request was addressed yet).
+    pub(crate) fn withdraw_yield(&self, requester: Option<&str>) -> Result<()> {
+        if let Some(requester) = requester {
+            if self.yield_request()?.as_deref() != Some(requester) {
+                return Ok(());
+            }
+        }
+        let path = self.yield_path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(LeaseError::io(
+                format!("delete yield request {}", path.display()),
+                e,
+            )),
+        }
+    }
+
+    /// The holder id in the sidecar, if there is one.
+    fn yield_request(&self) -> Result<Option<String>> {
+        let path = self.yield_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(text
+                .lines()
+                .find_map(|line| line.strip_prefix(REQUESTED_BY))
+                .filter(|requester| !requester.is_empty())
+                .map(str::to_owned)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            // A torn write is read as no request; the waiter writes it again at its next poll.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Ok(None),
+            Err(e) => Err(LeaseError::io(
+                format!("read yield request {}", path.display()),
+                e,
+            )),
+        }
     }
 
     /// Marks the record released and unlocks, if this handle holds the lock for `guard`.
@@ -325,12 +398,13 @@ impl LocalBackend {
         }
     }
 
-    fn guard(&self, record: &Record) -> LeaseGuard {
+    fn guard(&self, record: &Record, yield_requested_by: Option<String>) -> LeaseGuard {
         LeaseGuard {
             lease_id: self.lease_id(),
             holder: record.holder.clone(),
             fence: record.fence,
             expires_at: record.expires_at,
+            yield_requested_by: yield_requested_by.filter(|requester| *requester != record.holder),
         }
     }
 

@@ -115,10 +115,10 @@ impl Config {
         cfg.retention = (!retention.is_zero()).then_some(retention);
         let mut flag = |key: &str, slot: &mut bool| {
             if let Some(v) = get(key) {
-                match v.to_ascii_lowercase().as_str() {
-                    "1" | "true" | "yes" => *slot = true,
-                    "0" | "false" | "no" => *slot = false,
-                    _ => bad.push(format!("{key}: not a boolean")),
+                // The one boolean reading of dq's settings (QUERY_EMF reads the same way).
+                match dq_metrics::parse_bool(&v) {
+                    Some(on) => *slot = on,
+                    None => bad.push(format!("{key}: not a boolean")),
                 }
             }
         };

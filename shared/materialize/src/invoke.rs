@@ -17,14 +17,21 @@ use crate::{Error, LeaseSession, Materializer, Result, RunSummary};
 pub enum Action {
     /// Decode one span (or drain until the deadline when `MATERIALIZER_DRAIN=true`).
     Materialize,
-    /// Re-decode raw rows with `from <= time < to` without touching the cursor.
+    /// Re-decode raw rows with `from <= time < to` without touching the cursor, a time chunk at
+    /// a time, until the deadline; an incomplete run answers `next_from`, the `from` to continue
+    /// with.
     Backfill {
         /// Inclusive start (RFC 3339).
         from: DateTime<Utc>,
         /// Exclusive end (RFC 3339).
         to: DateTime<Utc>,
+        /// Chunk length (Go duration; default [`DEFAULT_BACKFILL_CHUNK`]): the deadline is
+        /// checked between chunks, so one chunk must fit in an invocation.
+        #[serde(default)]
+        chunk: Option<String>,
     },
-    /// Delete decoded rows older than `retention` (Go duration; default `LAKE_DECODED_RETENTION`).
+    /// Delete decoded rows older than `retention` (Go duration; default `LAKE_DECODED_RETENTION`),
+    /// a day at a time, until the deadline; an incomplete run answers `"complete": false`.
     Prune {
         /// e.g. `8760h`.
         #[serde(default)]
@@ -36,6 +43,9 @@ pub enum Action {
     Audit,
 }
 
+/// The backfill chunk when the payload names none.
+pub const DEFAULT_BACKFILL_CHUNK: Duration = Duration::from_secs(86_400);
+
 impl Action {
     /// The action's name as used in payloads and `--action`.
     pub fn name(&self) -> &'static str {
@@ -46,6 +56,16 @@ impl Action {
             Action::RebuildRollups => "rebuild-rollups",
             Action::Audit => "audit",
         }
+    }
+
+    /// True for the maintenance actions that wait for a held lease (`MATERIALIZER_LEASE_WAIT`),
+    /// asking its holder to yield. `materialize` does not: the holder is doing the same work.
+    /// `audit` takes no lease.
+    pub fn waits_for_lease(&self) -> bool {
+        matches!(
+            self,
+            Action::Backfill { .. } | Action::Prune { .. } | Action::RebuildRollups
+        )
     }
 }
 
@@ -68,8 +88,8 @@ pub fn parse_request(payload: &Value) -> Result<Action> {
     })
 }
 
-/// Runs `action`. `deadline` bounds a drain (minus `MATERIALIZER_DRAIN_MARGIN`); `until_caught_up`
-/// drains regardless of `MATERIALIZER_DRAIN` (the `--once` mode).
+/// Runs `action`. `deadline` (minus `MATERIALIZER_DRAIN_MARGIN`) bounds a drain, a backfill and
+/// a prune; `until_caught_up` drains regardless of `MATERIALIZER_DRAIN` (the `--once` mode).
 pub async fn invoke(
     m: &Materializer,
     action: &Action,
@@ -83,11 +103,11 @@ pub async fn invoke(
             reason: e.to_string(),
         })
     };
+    let margin = m.config().drain_margin;
+    let stop = deadline.map(|d| d.checked_sub(margin).unwrap_or_else(Instant::now));
     match action {
         Action::Materialize => {
             let summary = if until_caught_up || m.config().drain {
-                let margin = m.config().drain_margin;
-                let stop = deadline.map(|d| d.checked_sub(margin).unwrap_or_else(Instant::now));
                 m.drain(stop, lease).await?
             } else {
                 let mut run = RunSummary::default();
@@ -96,8 +116,20 @@ pub async fn invoke(
             };
             json(serde_json::to_value(summary))
         }
-        Action::Backfill { from, to } => {
-            json(serde_json::to_value(m.backfill(*from, *to, lease).await?))
+        Action::Backfill { from, to, chunk } => {
+            let chunk = match chunk {
+                None => DEFAULT_BACKFILL_CHUNK,
+                Some(text) => parse_go_duration(text)
+                    .filter(|c| *c >= Duration::from_secs(1))
+                    .ok_or_else(|| Error::InvalidRequest {
+                        action: "backfill",
+                        reason: format!("chunk `{text}` is not a duration of at least 1s like 24h"),
+                    })?,
+            };
+            let summary = m
+                .backfill_chunked(*from, *to, Some(chunk), stop, lease)
+                .await?;
+            json(serde_json::to_value(summary))
         }
         Action::Prune { retention } => {
             let retention = match retention {
@@ -116,10 +148,7 @@ pub async fn invoke(
                     reason: "retention must be positive".into(),
                 });
             }
-            if let Some(l) = lease {
-                l.check().await?;
-            }
-            json(serde_json::to_value(m.prune(retention)?))
+            json(serde_json::to_value(m.prune(retention, stop, lease).await?))
         }
         Action::RebuildRollups => {
             if let Some(l) = lease {
@@ -143,8 +172,14 @@ mod tests {
         let b = json!({"action": "backfill", "from": "2025-06-01T00:00:00Z", "to": "2025-06-02T00:00:00Z"});
         assert!(matches!(
             parse_request(&b).unwrap(),
-            Action::Backfill { .. }
+            Action::Backfill { chunk: None, .. }
         ));
+        let b = json!({"action": "backfill", "from": "2025-06-01T00:00:00Z", "to": "2025-06-02T00:00:00Z", "chunk": "6h"});
+        let parsed = parse_request(&b).unwrap();
+        assert!(matches!(&parsed, Action::Backfill { chunk: Some(c), .. } if c == "6h"));
+        assert!(parsed.waits_for_lease());
+        assert!(!Action::Materialize.waits_for_lease());
+        assert!(!Action::Audit.waits_for_lease());
         assert_eq!(
             parse_request(&json!({"action": "rebuild-rollups"}))
                 .unwrap()

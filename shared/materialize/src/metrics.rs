@@ -1,60 +1,23 @@
-//! Metrics as CloudWatch Embedded Metric Format lines on stdout (the Lambda log stream turns
-//! them into metrics; no agent, no API call). Names follow dq-materializer §12.1 without the
-//! Prometheus prefix; the namespace is [`NAMESPACE`].
+//! Metrics as CloudWatch Embedded Metric Format lines (encoded by `dq-metrics`, written to
+//! stdout; the Lambda log stream turns them into metrics). Names follow dq-materializer §12.1
+//! without the Prometheus prefix; the namespace is [`NAMESPACE`], aggregated per stage and per
+//! stage and function ([`DIMENSIONS`]), so stages sharing an account stay apart.
 
-use serde_json::{json, Map, Value};
+pub use dq_metrics::Metric;
+use dq_metrics::{Emitter, Origin};
 
 use crate::summary::{RunSummary, SpanSummary};
 
 /// The CloudWatch namespace.
 pub const NAMESPACE: &str = "dq/materializer";
 
-/// One metric value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Metric {
-    /// Metric name.
-    pub name: String,
-    /// Value.
-    pub value: f64,
-    /// CloudWatch unit (`Count`, `Seconds`, …).
-    pub unit: &'static str,
-}
+/// The dimension sets of every line: `[Stage]` and `[Stage, Function]`.
+pub const DIMENSIONS: &[&[&str]] = &[&["Stage"], &["Stage", "Function"]];
 
-impl Metric {
-    /// A metric.
-    pub fn new(name: impl Into<String>, value: f64, unit: &'static str) -> Self {
-        Self {
-            name: name.into(),
-            value,
-            unit,
-        }
-    }
-}
-
-/// The EMF document for `metrics` at `timestamp_ms` in [`NAMESPACE`].
-pub fn emf_line(metrics: &[Metric], timestamp_ms: i64) -> String {
-    emf_line_in(NAMESPACE, metrics, timestamp_ms)
-}
-
-/// The EMF document for `metrics` at `timestamp_ms` in `namespace` (no dimensions: one series
-/// per name). The one EMF encoder of dq: the graphql function's shadow metrics use it too.
-pub fn emf_line_in(namespace: &str, metrics: &[Metric], timestamp_ms: i64) -> String {
-    let mut doc = Map::new();
-    let defs: Vec<Value> = metrics
-        .iter()
-        .map(|m| json!({"Name": m.name, "Unit": m.unit}))
-        .collect();
-    doc.insert(
-        "_aws".into(),
-        json!({
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [[]], "Metrics": defs}],
-        }),
-    );
-    for m in metrics {
-        doc.insert(m.name.clone(), json!(m.value));
-    }
-    Value::Object(doc).to_string()
+/// The materializer's emitter: [`NAMESPACE`], [`DIMENSIONS`], `Stage`/`Function` from the
+/// environment, lines to stdout.
+pub fn emitter() -> Emitter {
+    Emitter::new(NAMESPACE, DIMENSIONS, Origin::from_env())
 }
 
 /// The metrics of one span.
@@ -105,16 +68,23 @@ pub fn run_metrics(r: &RunSummary) -> Vec<Metric> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn emf_shape() {
-        let line = emf_line(&[Metric::new("raw_rows", 3.0, "Count")], 1000);
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["raw_rows"], 3.0);
+        let (sink, captured) = dq_metrics::Sink::memory();
+        let e = emitter().with_sink(sink);
+        e.emit_at(&[], &lease_metric("lease_acquired"), 1000);
+        let v = &captured.documents()[0];
+        assert_eq!(v["lease_acquired"], 1.0);
+        let directive = &v["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], NAMESPACE);
+        assert_eq!(directive["Metrics"][0]["Name"], "lease_acquired");
         assert_eq!(
-            v["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"],
-            "raw_rows"
+            directive["Dimensions"],
+            json!([["Stage"], ["Stage", "Function"]])
         );
-        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
+        assert_eq!(v["Stage"], e.origin().stage);
+        assert_eq!(v["Function"], e.origin().function);
     }
 }

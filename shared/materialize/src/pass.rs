@@ -23,6 +23,8 @@ use crate::summary::{
 use crate::write::{self, ProgressCas, WindowPlan};
 use crate::{metrics, rollup, Error, Result};
 
+/// Retries of a backfill window or prune transaction that lost a race with a concurrent writer.
+const CONFLICT_ATTEMPTS: u64 = 5;
 /// Rows per feed read inside a window (Go `windowReadChunk`).
 pub const CHUNK_ROWS: usize = 512;
 /// Hot-path consumer-progress throttle (Go `progressReportInterval`).
@@ -63,11 +65,23 @@ impl std::fmt::Debug for LeaseSession {
 impl LeaseSession {
     /// Acquires `lease` for its TTL; [`lease::LeaseError::Held`] means a peer is running.
     pub async fn acquire(lease: Lease) -> lease::Result<LeaseSession> {
-        let guard = lease.acquire(lease.ttl()).await?;
+        LeaseSession::acquire_waiting(lease, Duration::ZERO).await
+    }
+
+    /// [`LeaseSession::acquire`], waiting up to `wait` for a held lease while asking its holder
+    /// to yield ([`Lease::acquire_waiting`]); [`lease::LeaseError::WaitExpired`] when it did not.
+    pub async fn acquire_waiting(lease: Lease, wait: Duration) -> lease::Result<LeaseSession> {
+        let guard = lease.acquire_waiting(lease.ttl(), wait).await?;
         Ok(LeaseSession {
             lease,
             guard: Mutex::new(guard),
         })
+    }
+
+    /// The invocation waiting for this lease, as of the last renewal (see
+    /// [`lease::LeaseGuard::yield_requested_by`]).
+    pub fn yield_requested_by(&self) -> Option<String> {
+        self.guard().yield_requested_by().map(str::to_owned)
     }
 
     fn guard(&self) -> LeaseGuard {
@@ -144,6 +158,11 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// Who asked for the lease, as of the last renewal.
+    fn yield_requested_by(&self) -> Option<String> {
+        self.lease.and_then(LeaseSession::yield_requested_by)
+    }
+
     /// The pre-commit fencing check. A lease that is still ours but within the safety margin
     /// (a window slower than TTL minus the margin) is renewed and checked again: failing it
     /// would fail the same slow window on every invocation.
@@ -184,6 +203,7 @@ pub struct MaterializerBuilder {
     config: Config,
     clock: Arc<dyn Clock>,
     chunk_rows: usize,
+    metrics: dq_metrics::Emitter,
 }
 
 impl MaterializerBuilder {
@@ -236,6 +256,12 @@ impl MaterializerBuilder {
         self
     }
 
+    /// Where EMF lines go (default stdout; tests capture them).
+    pub fn metrics_sink(mut self, sink: dq_metrics::Sink) -> Self {
+        self.metrics = self.metrics.with_sink(sink);
+        self
+    }
+
     /// Creates dq's tables where missing (§2) and returns the materializer.
     pub fn build(self) -> Result<Materializer> {
         let report = schema::ensure(&self.lake)?;
@@ -249,6 +275,7 @@ impl MaterializerBuilder {
             clock: self.clock,
             chunk_rows: self.chunk_rows,
             progress: Mutex::new(ProgressState::default()),
+            metrics: self.metrics,
         })
     }
 }
@@ -261,6 +288,7 @@ pub struct Materializer {
     clock: Arc<dyn Clock>,
     chunk_rows: usize,
     progress: Mutex<ProgressState>,
+    metrics: dq_metrics::Emitter,
 }
 
 impl std::fmt::Debug for Materializer {
@@ -294,6 +322,7 @@ impl Materializer {
             config: Config::default(),
             clock: Arc::new(SystemClock),
             chunk_rows: CHUNK_ROWS,
+            metrics: metrics::emitter(),
         }
     }
 
@@ -302,16 +331,18 @@ impl Materializer {
     /// fail too, so the lake is replaced by a freshly opened one from the same config. Commits
     /// are in the lake, so nothing else carries over; the old instance is abandoned, never
     /// destroyed ([`Lake::abandon`]: the interrupted commit's transaction is still open in it).
+    /// The same holds when the catalog refused credentials read from a secret (a rotation):
+    /// the reopening re-reads the secret ([`Lake::needs_reopen`], [`Lake::reopen`]).
     /// Other errors leave the lake as it is. A reopening that fails (the catalog is still down)
     /// keeps the old lake, and the next failed invocation tries again.
     pub fn recover_from(&mut self, error: &Error) {
-        if !lake::is_invalidated(&error.to_string()) {
+        if !self.lake.needs_reopen(&error.to_string()) {
             return;
         }
-        match Lake::open(self.lake.config().clone()) {
+        match self.lake.reopen() {
             Ok(fresh) => {
                 std::mem::replace(&mut self.lake, fresh).abandon();
-                tracing::warn!("DuckDB instance was invalidated; lake reopened");
+                tracing::warn!("lake reopened after an invalidation or a credential rotation");
             }
             Err(e) => {
                 tracing::warn!(error = %e, "reopening the lake failed; the next invocation retries")
@@ -489,6 +520,7 @@ impl Materializer {
                 );
                 s.to = cur;
             }
+            Outcome::Yielded => s.to = cur,
             Outcome::CursorReset | Outcome::NoRawTable => {}
         }
         self.emit(&metrics::span_metrics(&s));
@@ -544,6 +576,14 @@ impl Materializer {
         let mut oldest_event: Option<DateTime<Utc>> = None;
         loop {
             writer.renew().await?;
+            // A waiting maintenance invocation asked for the lease: stop between two window
+            // transactions. The windows committed so far stay; the next drain replays the span
+            // from the cursor and its anti-join finds their rows, so nothing is written twice.
+            if let Some(requester) = writer.yield_requested_by() {
+                info!(%requester, from = cur, to, "yielding the lease to a waiting invocation");
+                s.outcome = Outcome::Yielded;
+                return Ok(());
+            }
             let mut window = self
                 .read_window(&conn, source, &mut after, &mut s.counts, &mut oldest_event)
                 .await?;
@@ -766,7 +806,8 @@ impl Materializer {
         }
     }
 
-    /// Runs spans until caught up, a peer wins, or `deadline` passes.
+    /// Runs spans until caught up, a peer wins, a waiting invocation asks for the lease, or
+    /// `deadline` passes.
     pub async fn drain(
         &self,
         deadline: Option<Instant>,
@@ -778,7 +819,9 @@ impl Materializer {
             run.push(&span);
             match span.outcome {
                 Outcome::Committed | Outcome::CursorReset => {}
-                Outcome::CaughtUp | Outcome::NoRawTable | Outcome::Moved => break,
+                Outcome::CaughtUp | Outcome::NoRawTable | Outcome::Moved | Outcome::Yielded => {
+                    break
+                }
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
@@ -789,12 +832,30 @@ impl Materializer {
     }
 
     /// Re-decodes raw rows with `from <= time < to` from the base table (works after snapshot
-    /// expiry), in bounded windows, without touching the cursor. Idempotent.
-    #[instrument(skip(self, lease))]
+    /// expiry), in bounded windows, without touching the cursor. Idempotent. The whole range in
+    /// one run: [`Self::backfill_chunked`] with no chunks and no deadline.
     pub async fn backfill(
         &self,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
+        lease: Option<&LeaseSession>,
+    ) -> Result<BackfillSummary> {
+        self.backfill_chunked(from, to, None, None, lease).await
+    }
+
+    /// [`Self::backfill`] in time chunks of `chunk` (boundaries at multiples of `chunk` since
+    /// the epoch: UTC midnights for 24h; `None`: one chunk), oldest first, each in committed
+    /// windows. Between chunks it stops once `deadline` has passed, after at least one chunk so
+    /// every run makes progress: the summary then says `complete: false` and `next_from`, the
+    /// `from` of the run that continues. Re-running a chunk is harmless (the write-key
+    /// anti-join), so a run cut short mid-chunk is resumed from the same `from`.
+    #[instrument(skip(self, lease))]
+    pub async fn backfill_chunked(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        chunk: Option<Duration>,
+        deadline: Option<Instant>,
         lease: Option<&LeaseSession>,
     ) -> Result<BackfillSummary> {
         if from >= to {
@@ -803,47 +864,96 @@ impl Materializer {
                 reason: "`from` must be before `to`".into(),
             });
         }
+        if chunk.is_some_and(|c| c < Duration::from_micros(1)) {
+            return Err(Error::InvalidRequest {
+                action: "backfill",
+                reason: "`chunk` must be at least a microsecond".into(),
+            });
+        }
         let mut out = BackfillSummary {
             from,
             to,
             ..BackfillSummary::default()
         };
         if !lake::raw::exists(&self.lake)? {
+            out.complete = true;
             return Ok(out);
         }
-        let source = Source::Range { from, to };
         let writer = Writer::of(lease)?;
         let mut conn = self.lake.connect()?;
+        let mut fence = self.progress_row()?.1;
+        let mut start = from;
+        while start < to {
+            if out.chunks > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                out.next_from = Some(start);
+                info!(
+                    next_from = %start,
+                    chunks = out.chunks,
+                    signal_rows = out.counts.signal_rows,
+                    "backfill stopped at the deadline; continue from next_from"
+                );
+                return Ok(out);
+            }
+            let end = chunk.map_or(to, |c| chunk_end(start, c).min(to));
+            let source = Source::Range {
+                from: start,
+                to: end,
+            };
+            self.backfill_range(&mut conn, source, writer, &mut fence, &mut out.counts)
+                .await?;
+            out.chunks += 1;
+            start = end;
+        }
+        out.complete = true;
+        info!(
+            raw_rows = out.counts.raw_rows,
+            signal_rows = out.counts.signal_rows,
+            event_rows = out.counts.event_rows,
+            chunks = out.chunks,
+            "backfill done"
+        );
+        Ok(out)
+    }
+
+    /// Re-decodes the raw rows of `source` window by window; every window that writes
+    /// compare-and-swaps the progress row's fence.
+    async fn backfill_range(
+        &self,
+        conn: &mut Connection,
+        source: Source,
+        writer: Writer<'_>,
+        fence: &mut Option<i64>,
+        counts: &mut Counts,
+    ) -> Result<()> {
         let mut after = None;
         let mut oldest = None;
-        let mut fence = self.progress_row()?.1;
         loop {
             writer.renew().await?;
             let mut window = self
-                .read_window(&conn, source, &mut after, &mut out.counts, &mut oldest)
+                .read_window(conn, source, &mut after, counts, &mut oldest)
                 .await?;
             // A conflict here means a concurrent writer touched the same rows or the progress
             // row: re-read its fence and retry the window.
             let mut attempts = 0;
             loop {
                 if !window.plan.writes_nothing() {
-                    window.plan.progress = Some(writer.cas(None, fence));
+                    window.plan.progress = Some(writer.cas(None, *fence));
                 }
-                match self.commit_window(&mut conn, &window.plan, writer).await? {
+                match self.commit_window(conn, &window.plan, writer).await? {
                     Commit::Done(a) => {
                         if window.plan.progress.is_some() {
-                            fence = Some(writer.fence);
+                            *fence = Some(writer.fence);
                         }
-                        out.counts.windows += 1;
-                        out.counts.signal_rows += a.signal_rows;
-                        out.counts.event_rows += a.event_rows;
-                        out.counts.deleted_rows += a.deleted_rows;
+                        counts.windows += 1;
+                        counts.signal_rows += a.signal_rows;
+                        counts.event_rows += a.event_rows;
+                        counts.deleted_rows += a.deleted_rows;
                         break;
                     }
-                    Commit::Moved if attempts < 5 => {
+                    Commit::Moved if attempts < CONFLICT_ATTEMPTS => {
                         attempts += 1;
                         tokio::time::sleep(Duration::from_millis(200 * attempts)).await;
-                        fence = self.progress_row()?.1;
+                        *fence = self.progress_row()?.1;
                     }
                     Commit::Moved => {
                         return Err(Error::Lake(lake::Error::Config(
@@ -853,73 +963,164 @@ impl Materializer {
                 }
             }
             if window.exhausted {
-                break;
+                return Ok(());
             }
         }
-        info!(
-            raw_rows = out.counts.raw_rows,
-            signal_rows = out.counts.signal_rows,
-            event_rows = out.counts.event_rows,
-            "backfill done"
-        );
-        Ok(out)
     }
 
-    /// Deletes decoded rows older than `retention` and recomputes the touched subjects' rollup
-    /// rows in the same transaction, so rollups stay equal to the recompute (§7, stricter).
-    #[instrument(skip(self))]
-    pub fn prune(&self, retention: Duration) -> Result<PruneSummary> {
+    /// Deletes decoded rows older than `retention`, oldest first, one UTC day (the tables' day
+    /// partition) per transaction. Each transaction compare-and-swaps the progress row's fence
+    /// like every write, deletes the day's rows, recomputes the touched subjects' rollup rows
+    /// (so rollups stay equal to the recompute; §7, stricter) and checks the lease right before
+    /// its commit. Between days it renews the lease and stops once `deadline` has passed, after
+    /// at least one day so every run makes progress: the summary then says `complete: false`,
+    /// and the next run continues from the oldest rows left.
+    #[instrument(skip(self, lease))]
+    pub async fn prune(
+        &self,
+        retention: Duration,
+        deadline: Option<Instant>,
+        lease: Option<&LeaseSession>,
+    ) -> Result<PruneSummary> {
         let cutoff = self.clock.now()
             - chrono::TimeDelta::from_std(retention).map_err(|_| Error::InvalidRequest {
                 action: "prune",
                 reason: "retention out of range".into(),
             })?;
-        let cut = feed::ts_literal(cutoff);
+        let writer = Writer::of(lease)?;
         let mut conn = self.lake.connect()?;
-        let out = lake::retry::on_conflict("prune", || {
-            let tx = conn
-                .transaction()
-                .map_err(|e| self.lake.error("begin prune", e))?;
-            let subjects: BTreeSet<String> = {
-                let mut stmt = tx
-                    .prepare(&format!(
-                        "SELECT DISTINCT subject FROM (SELECT subject FROM lake.signals WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ \
-                         UNION ALL SELECT subject FROM lake.events WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ)"
-                    ))
-                    .map_err(|e| self.lake.error("list pruned subjects", e))?;
-                stmt.query_map([], |r| r.get(0))
-                    .and_then(|rows| rows.collect::<Result<_, _>>())
-                    .map_err(|e| self.lake.error("list pruned subjects", e))?
+        let mut fence = self.progress_row()?.1;
+        let mut out = PruneSummary {
+            cutoff,
+            ..PruneSummary::default()
+        };
+        let mut subjects = BTreeSet::new();
+        loop {
+            let Some(oldest) = self.oldest_decoded(&conn, cutoff)? else {
+                out.complete = true;
+                out.pruned_before = cutoff;
+                break;
             };
-            let mut out = PruneSummary {
-                cutoff,
-                subjects: subjects.len() as u64,
-                ..PruneSummary::default()
-            };
-            if subjects.is_empty() {
-                return Ok(out);
+            if out.chunks > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
             }
-            let del = |table: &str| {
-                tx.execute(
-                    &format!("DELETE FROM lake.{table} WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ"),
-                    [],
-                )
-                .map(|n| n as u64)
-                .map_err(|e| self.lake.error("prune decoded rows", e))
-            };
-            out.signal_rows_deleted = del("signals")?;
-            out.event_rows_deleted = del("events")?;
-            rollup::refresh_subjects(&self.lake, &tx, &subjects).map_err(into_lake)?;
-            tx.commit()
-                .map_err(|e| self.lake.error("commit prune", e))?;
-            Ok(out)
-        })?;
+            writer.renew().await?;
+            let end = chunk_end(oldest, Duration::from_secs(86_400)).min(cutoff);
+            let chunk = self.prune_chunk(&mut conn, end, writer, &mut fence).await?;
+            out.chunks += 1;
+            out.signal_rows_deleted += chunk.signal_rows;
+            out.event_rows_deleted += chunk.event_rows;
+            out.pruned_before = end;
+            subjects.extend(chunk.subjects);
+        }
+        out.subjects = subjects.len() as u64;
         info!(
             signal_rows_deleted = out.signal_rows_deleted,
             event_rows_deleted = out.event_rows_deleted,
+            chunks = out.chunks,
+            complete = out.complete,
             "prune done"
         );
         Ok(out)
+    }
+
+    /// The oldest decoded timestamp before `cutoff`, over both tables.
+    fn oldest_decoded(
+        &self,
+        conn: &Connection,
+        cutoff: DateTime<Utc>,
+    ) -> Result<Option<DateTime<Utc>>> {
+        let cut = feed::ts_literal(cutoff);
+        conn.query_row(
+            &format!(
+                "SELECT min(t) FROM (\
+                 SELECT min(\"timestamp\") AS t FROM lake.signals WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ \
+                 UNION ALL \
+                 SELECT min(\"timestamp\") FROM lake.events WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ)"
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| self.lake.error("find the oldest decoded row", e).into())
+    }
+
+    /// One prune transaction: every decoded row before `end`, retried on a lost race.
+    async fn prune_chunk(
+        &self,
+        conn: &mut Connection,
+        end: DateTime<Utc>,
+        writer: Writer<'_>,
+        fence: &mut Option<i64>,
+    ) -> Result<PrunedChunk> {
+        let mut attempts = 0;
+        loop {
+            match self.try_prune_chunk(conn, end, writer, *fence).await {
+                Ok(Some(chunk)) => {
+                    *fence = Some(writer.fence);
+                    return Ok(chunk);
+                }
+                Ok(None) => {}
+                Err(Error::Lake(e)) if is_lost_race(&e) => {
+                    warn!(error = %e, "prune chunk lost a commit race; retrying")
+                }
+                Err(e) => return Err(e),
+            }
+            if attempts == CONFLICT_ATTEMPTS {
+                return Err(Error::Lake(lake::Error::Config(
+                    "prune chunk kept conflicting with a concurrent writer".into(),
+                )));
+            }
+            attempts += 1;
+            tokio::time::sleep(Duration::from_millis(200 * attempts)).await;
+            *fence = self.progress_row()?.1;
+        }
+    }
+
+    /// The prune transaction; `None` when the progress row's fence moved since it was read.
+    async fn try_prune_chunk(
+        &self,
+        conn: &mut Connection,
+        end: DateTime<Utc>,
+        writer: Writer<'_>,
+        fence: Option<i64>,
+    ) -> Result<Option<PrunedChunk>> {
+        let cut = feed::ts_literal(end);
+        let tx = conn
+            .transaction()
+            .map_err(|e| self.lake.error("begin prune", e))?;
+        if !write::swap_progress(&self.lake, &tx, &writer.cas(None, fence))? {
+            return Ok(None); // tx dropped: rolled back
+        }
+        let subjects: BTreeSet<String> = {
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT DISTINCT subject FROM (SELECT subject FROM lake.signals WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ \
+                     UNION ALL SELECT subject FROM lake.events WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ)"
+                ))
+                .map_err(|e| self.lake.error("list pruned subjects", e))?;
+            stmt.query_map([], |r| r.get(0))
+                .and_then(|rows| rows.collect::<Result<_, _>>())
+                .map_err(|e| self.lake.error("list pruned subjects", e))?
+        };
+        let del = |table: &str| {
+            tx.execute(
+                &format!("DELETE FROM lake.{table} WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ"),
+                [],
+            )
+            .map(|n| n as u64)
+            .map_err(|e| self.lake.error("prune decoded rows", e))
+        };
+        let signal_rows = del("signals")?;
+        let event_rows = del("events")?;
+        rollup::refresh_subjects(&self.lake, &tx, &subjects)?;
+        writer.check().await?;
+        tx.commit()
+            .map_err(|e| self.lake.error("commit prune", e))?;
+        Ok(Some(PrunedChunk {
+            signal_rows,
+            event_rows,
+            subjects,
+        }))
     }
 
     /// Recomputes both rollups from the base.
@@ -987,14 +1188,17 @@ impl Materializer {
         Ok(r)
     }
 
-    /// Prints EMF lines when enabled.
+    /// Writes EMF lines when enabled.
     pub fn emit(&self, m: &[metrics::Metric]) {
         if self.config.emf {
-            println!(
-                "{}",
-                metrics::emf_line(m, self.clock.now().timestamp_millis())
-            );
+            self.metrics
+                .emit_at(&[], m, self.clock.now().timestamp_millis());
         }
+    }
+
+    /// The EMF writer when EMF is enabled (the Lambda adapter's lease metrics use it too).
+    pub fn metrics(&self) -> Option<&dq_metrics::Emitter> {
+        self.config.emf.then_some(&self.metrics)
     }
 }
 
@@ -1004,13 +1208,56 @@ fn is_lost_race(e: &lake::Error) -> bool {
     e.is_commit_conflict() && !lake::is_invalidated(&e.to_string())
 }
 
-fn into_lake(e: Error) -> lake::Error {
-    match e {
-        Error::Lake(l) => l,
-        other => lake::Error::Config(other.to_string()),
-    }
+/// What one prune transaction deleted.
+struct PrunedChunk {
+    signal_rows: u64,
+    event_rows: u64,
+    subjects: BTreeSet<String>,
+}
+
+/// The first chunk boundary after `t`: the next multiple of `chunk` since the epoch (UTC
+/// midnight for a day). Saturates at the largest representable time.
+fn chunk_end(t: DateTime<Utc>, chunk: Duration) -> DateTime<Utc> {
+    let step = i64::try_from(chunk.as_micros()).unwrap_or(i64::MAX).max(1);
+    let next = t
+        .timestamp_micros()
+        .div_euclid(step)
+        .saturating_add(1)
+        .saturating_mul(step);
+    DateTime::from_timestamp_micros(next).unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 fn secs(d: chrono::TimeDelta) -> f64 {
     d.num_milliseconds() as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn chunks_end_at_the_next_multiple_of_their_length() {
+        let t = |d, h, m| Utc.with_ymd_and_hms(2025, 6, d, h, m, 0).unwrap();
+        let day = Duration::from_secs(86_400);
+        assert_eq!(chunk_end(t(1, 5, 30), day), t(2, 0, 0));
+        assert_eq!(
+            chunk_end(t(2, 0, 0), day),
+            t(3, 0, 0),
+            "a boundary starts a chunk"
+        );
+        assert_eq!(
+            chunk_end(t(1, 5, 30), Duration::from_secs(6 * 3600)),
+            t(1, 6, 0)
+        );
+        let before_epoch = Utc.with_ymd_and_hms(1969, 12, 31, 12, 0, 0).unwrap();
+        assert_eq!(
+            chunk_end(before_epoch, day),
+            Utc.timestamp_opt(0, 0).unwrap()
+        );
+        assert_eq!(
+            chunk_end(DateTime::<Utc>::MAX_UTC, day),
+            DateTime::<Utc>::MAX_UTC
+        );
+    }
 }

@@ -21,6 +21,9 @@ pub enum Outcome {
     CursorReset,
     /// `lake.raw_events` does not exist yet (dq started before din): caught up.
     NoRawTable,
+    /// A waiting maintenance invocation asked for the lease: the span stopped between two window
+    /// transactions (the cursor did not move; the next drain replays the span harmlessly).
+    Yielded,
 }
 
 /// Row counts of decoding work (a span, a drain, a backfill).
@@ -123,6 +126,9 @@ pub struct RunSummary {
     pub caught_up: bool,
     /// True when a peer won (another materializer is running).
     pub moved: bool,
+    /// True when the run stopped to let a waiting maintenance invocation take the lease; the
+    /// next scheduled run resumes.
+    pub yielded: bool,
     /// Cursor at the start.
     pub from: i64,
     /// Cursor at the end.
@@ -174,6 +180,10 @@ impl RunSummary {
                 self.moved = true;
                 self.to = self.to.max(span.from);
             }
+            Outcome::Yielded => {
+                self.yielded = true;
+                self.to = self.to.max(span.from);
+            }
         }
     }
 }
@@ -185,6 +195,12 @@ pub struct BackfillSummary {
     pub from: DateTime<Utc>,
     /// Exclusive end.
     pub to: DateTime<Utc>,
+    /// True when the whole range was re-decoded; false when the run stopped at its deadline.
+    pub complete: bool,
+    /// Where the next run continues (its `from`) when not complete.
+    pub next_from: Option<DateTime<Utc>>,
+    /// Time chunks done.
+    pub chunks: u64,
     /// Work done.
     #[serde(flatten)]
     pub counts: Counts,
@@ -193,13 +209,21 @@ pub struct BackfillSummary {
 /// A retention prune.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PruneSummary {
-    /// Rows with a timestamp before this were deleted.
+    /// Rows with a timestamp before this are to be deleted.
     pub cutoff: DateTime<Utc>,
+    /// True when no decoded row before `cutoff` is left; false when the run stopped at its
+    /// deadline (the next run continues with the oldest rows left).
+    pub complete: bool,
+    /// Decoded rows before this are gone: `cutoff` when complete, else the end of the last day
+    /// deleted.
+    pub pruned_before: DateTime<Utc>,
+    /// Transactions (days) done.
+    pub chunks: u64,
     /// Signal rows deleted.
     pub signal_rows_deleted: u64,
     /// Event rows deleted.
     pub event_rows_deleted: u64,
-    /// Subjects whose rollup rows were recomputed.
+    /// Distinct subjects whose rollup rows were recomputed.
     pub subjects: u64,
 }
 

@@ -329,7 +329,7 @@ fn read_key_collisions(
 }
 
 /// The progress-row CAS: true when it matched (one row updated).
-fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> Result<bool> {
+pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> Result<bool> {
     let n = match cas.cursor {
         Some((from, to)) => tx.execute(
             &format!(

@@ -1,10 +1,11 @@
 //! Acceptance 8: every materializer sample event in `events/` goes through [`handler`] (no
 //! runtime involved), on a file catalog and a PostgreSQL catalog. New handler tests go here;
 //! `chaos.rs` kills the real binary (acceptance 3); `faults.rs` restarts PostgreSQL, invokes a
-//! tick twice and hits the deadline (issue 10).
+//! tick twice and hits the deadline (issue 10); `maintenance.rs` waits for the lease (issue 22).
 
 mod chaos;
 mod faults;
+mod maintenance;
 
 use fn_materializer::{handler, Context, LocalArgs};
 use lake::backend_tests;

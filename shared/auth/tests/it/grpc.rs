@@ -5,8 +5,8 @@ use crate::{device, principal, signer, validator, vehicle, Links};
 use auth::dev::{now_secs, DevClaims};
 use auth::{
     authorize_index_subjects, authorize_subject_filter, AuthError, ErrorCode, GrpcAuthenticator,
-    GrpcCredentials, Permission, Principal, ServiceAllowList, SubjectScope, Surface,
-    VerifiedIamCaller,
+    GrpcCredentials, Permission, Principal, ServiceAllowList, ServiceCaller, ServicePrincipal,
+    SubjectScope, Surface, TrustedNetworks, VerifiedIamCaller,
 };
 
 const ALLOWED_ROLE: &str = "arn:aws:iam::123456789012:role/telemetry-api";
@@ -35,6 +35,21 @@ async fn auth(
     a.authenticate(GrpcCredentials {
         authorization,
         iam_caller: iam.map(VerifiedIamCaller),
+        peer: None,
+    })
+    .await
+}
+
+/// A call from the TCP peer `peer` (no IAM caller).
+async fn auth_from(
+    a: &GrpcAuthenticator,
+    authorization: Option<&str>,
+    peer: &str,
+) -> Result<Option<Principal>, AuthError> {
+    a.authenticate(GrpcCredentials {
+        authorization,
+        iam_caller: None,
+        peer: Some(peer.parse().unwrap()),
     })
     .await
 }
@@ -149,6 +164,58 @@ async fn local_trust_setting() {
     // A presented token is still validated, not waved through.
     assert!(auth(&a, Some("Bearer nope"), None).await.is_err());
     let t = auth(&a, Some(&bearer(&[Permission::GetRawData])), None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!t.reads_any_subject());
+}
+
+#[tokio::test]
+async fn trusted_networks_serve_tokenless_peers_inside_them() {
+    let a = authenticator(true)
+        .trust_networks(TrustedNetworks::parse("10.0.0.0/16, fd00:ab::/32").unwrap());
+    let service = |network: &str| {
+        Some(Principal::Service(ServicePrincipal {
+            caller: ServiceCaller::TrustedNetwork {
+                network: network.into(),
+            },
+        }))
+    };
+    for (peer, network) in [
+        ("10.0.3.4", "10.0.0.0/16"),
+        // A dual-stack listener reports IPv4 peers as IPv4-mapped IPv6 addresses.
+        ("::ffff:10.0.200.1", "10.0.0.0/16"),
+        ("fd00:ab::7", "fd00:ab::/32"),
+    ] {
+        let p = auth_from(&a, None, peer).await.unwrap();
+        assert_eq!(p, service(network), "{peer}");
+        let p = p.unwrap();
+        assert!(p.reads_any_subject());
+        assert_eq!(p.limiter_key(), Some(network));
+        assert_eq!(
+            authorize_subject_filter(Some(&p), &Vec::<String>::new(), None).await,
+            Ok(SubjectScope::Unrestricted)
+        );
+    }
+    // Outside the networks (or no peer at all, as in Lambda): what require-JWT gives.
+    for peer in ["10.1.0.1", "192.168.0.1", "fd00:ac::1", "127.0.0.1"] {
+        let e = auth_from(&a, None, peer).await.unwrap_err();
+        assert_eq!(
+            (e.code().grpc_code(), e.message(Surface::Grpc).as_str()),
+            (16, "missing bearer token"),
+            "{peer}"
+        );
+    }
+    assert!(auth(&a, None, None).await.is_err());
+    let lenient =
+        authenticator(false).trust_networks(TrustedNetworks::parse("10.0.0.0/16").unwrap());
+    assert_eq!(auth_from(&lenient, None, "10.9.0.1").await, Ok(None));
+    // A token from inside a trusted network is still validated, not waved through.
+    let e = auth_from(&a, Some("Bearer nope"), "10.0.3.4")
+        .await
+        .unwrap_err();
+    assert_eq!(e.message(Surface::Grpc), "invalid token");
+    let t = auth_from(&a, Some(&bearer(&[Permission::GetRawData])), "10.0.3.4")
         .await
         .unwrap()
         .unwrap();

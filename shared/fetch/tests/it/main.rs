@@ -10,7 +10,9 @@
 //! - `or_filters.rs`: `or` alternatives on every advanced filter field (issue 18);
 //! - `deadlines.rs`: client timeouts capped at the server's maximum (issue 18);
 //! - `errors.rs`: client texts of failed reads, kept and generic (issue 18);
-//! - `s3_logs.rs`: S3 failures logged on one line, against moto (issue 18).
+//! - `s3_logs.rs`: S3 failures logged on one line, against moto (issue 18);
+//! - `trusted_networks.rs`: tokenless callers from trusted TCP peers (issue 22);
+//! - `observe.rs`: call metrics by method and code, the call span in the logs (issue 22).
 //!
 //! One seeded lake and its servers are shared by the whole binary (read-only tests).
 
@@ -22,9 +24,11 @@ mod grpc;
 mod grpc_web;
 mod hostile;
 mod lambda;
+mod observe;
 mod or_filters;
 mod s3_logs;
 mod search;
+mod trusted_networks;
 
 use auth::dev::{now_secs, DevClaims, DevSigner};
 use auth::{GrpcAuthenticator, Permission, ServiceAllowList};

@@ -17,6 +17,7 @@
 //! - `limits.rs`: SQL root fields in the complexity score (issue 18).
 //! - `privileges.rs`: privileges checked before any SQL (signals, segments, dataSummary; issue 18).
 //! - `mcp.rs`: `/mcp` through rmcp's client: tools, answers equal to /query's, auth (issue 23).
+//! - `observe.rs`: `/query` EMF lines, request span fields, X-Ray subsegments (issue 22).
 
 mod aggregations;
 mod authn;
@@ -28,6 +29,7 @@ mod graphql_core;
 mod hostile;
 mod limits;
 mod mcp;
+mod observe;
 mod privileges;
 mod routes;
 mod ruptela;

@@ -21,11 +21,30 @@ async fn routes_and_error_shapes() {
     )])
     .await;
 
-    let (status, _, body) = f.send(get("/")).await;
+    // GraphiQL, self-contained (no CDN), under a CSP that admits only its inline scripts.
+    let (status, headers, body) = f.send(get("/")).await;
     assert_eq!(status, 200);
-    assert!(String::from_utf8_lossy(&body).contains("GraphQL playground"));
-    let (status, _, _) = f.send(get("/anything/else")).await;
-    assert_eq!(status, 200, "the playground is the catch-all");
+    let page = String::from_utf8_lossy(&body);
+    assert!(page.contains("<title>GraphiQL · dq, dq dialect</title>"));
+    assert!(!page.contains("<script src") && !page.contains("cdn.jsdelivr"));
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(header("content-type"), "text/html; charset=utf-8");
+    assert!(
+        header("content-security-policy").starts_with("default-src 'none'; script-src 'sha256-")
+    );
+    let (status, _, body) = f.send(get("/anything/else")).await;
+    assert_eq!(status, 200, "GraphiQL is the catch-all");
+    assert!(String::from_utf8_lossy(&body).contains("GraphiQL"));
+    let (_, _, body) = f.send_to(graphql::Dialect::Telemetry, get("/")).await;
+    assert!(
+        String::from_utf8_lossy(&body).contains("<title>GraphiQL · dq, telemetry dialect</title>")
+    );
 
     let req = http::Request::options("/query")
         .body(Body::empty())

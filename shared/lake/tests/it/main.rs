@@ -1,8 +1,10 @@
 //! Lake integration tests, each body run against a file catalog and a PostgreSQL catalog.
 //! Put tests of opening/attaching in `open.rs`, of din's raw_events table in `raw_events.rs`,
-//! of `meta.din_consumer_progress` in `progress.rs`, of request interruption in `interrupt.rs`.
+//! of `meta.din_consumer_progress` in `progress.rs`, of request interruption in `interrupt.rs`,
+//! of a catalog DSN kept in Secrets Manager (rotation, connection limit) in `secret_dsn.rs`.
 
 mod interrupt;
 mod open;
 mod progress;
 mod raw_events;
+mod secret_dsn;

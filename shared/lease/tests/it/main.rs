@@ -4,8 +4,10 @@
 //! One test binary; add tests to the module of their area:
 //! - `dynamo`: the DynamoDB item (exclusion, takeover, fencing, concurrency, table setup).
 //! - `local`: the lock-file lease (exclusion, release on drop and crash, fence across processes).
+//! - `yielding`: yield requests and waiting acquisitions, on both backends.
 //! - `support`: helpers shared by the modules above.
 
 mod dynamo;
 mod local;
 mod support;
+mod yielding;

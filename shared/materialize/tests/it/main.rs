@@ -8,9 +8,13 @@
 //! - `rollups.rs`: rollups equal the recompute (acceptance 7, property test).
 //! - `parallel.rs`: concurrent materializers on PostgreSQL (acceptance 2).
 //! - `renewal.rs`: lease renewal around slow windows.
+//! - `maintenance.rs`: the drain yielding to a waiting maintenance run; chunked prune/backfill.
+//! - `metrics.rs`: the EMF lines of a drain (stage/function dimensions).
 
 mod e2e;
 mod expiry;
+mod maintenance;
+mod metrics;
 mod parallel;
 mod poison;
 mod renewal;

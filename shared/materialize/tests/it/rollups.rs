@@ -73,7 +73,9 @@ fn run(batches: Vec<Vec<Ev>>, replay: Vec<usize>, drain_every: usize) {
     drain(&rt, &m);
     let a = m.audit().unwrap();
     assert!(a.clean, "{a:?}");
-    let pruned = m.prune(std::time::Duration::from_secs(0)).unwrap();
+    let pruned = rt
+        .block_on(m.prune(std::time::Duration::from_secs(0), None, None))
+        .unwrap();
     assert!(pruned.signal_rows_deleted > 0);
     assert!(m.audit().unwrap().clean);
 }

@@ -1,0 +1,117 @@
+//! The maintenance function's path to the lease (issue 22), through the handler: with
+//! `MATERIALIZER_LEASE_WAIT` a maintenance action waits for a held lease, never past its
+//! deadline minus the drain margin, and a holder that does not yield gets it a clear error (not
+//! a silent skip); without a wait the answer is today's skip.
+
+use std::time::{Duration, Instant};
+
+use fn_materializer::{handler, Context};
+use lake::testing::{Backend, TestLake};
+use materialize::Materializer;
+use serde_json::json;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The lease of `backend` (`dynamodb` on a fresh moto table, or `file` in `t`).
+fn lease_of(rt: &tokio::runtime::Runtime, backend: &str, t: &TestLake) -> lease::Lease {
+    if backend == "file" {
+        return lease::Lease::local(t.path("materializer.lease"));
+    }
+    let moto = testkit::shared_moto();
+    let cfg = lease::LeaseConfig {
+        table: Some(testkit::unique_name("lease")),
+        endpoint: Some(moto.endpoint()),
+        region: moto.region().to_owned(),
+        access_key_id: Some(moto.access_key().to_owned()),
+        secret_access_key: Some(moto.secret_key().to_owned()),
+        ..lease::LeaseConfig::default()
+    };
+    let lease = rt
+        .block_on(lease::Lease::from_config(&cfg, "/nonexistent/unused.lease"))
+        .unwrap();
+    rt.block_on(lease.create_table_if_missing()).unwrap();
+    lease
+}
+
+#[test]
+fn a_wait_the_holder_does_not_answer_fails_clearly() {
+    let rt = runtime();
+    for backend in ["dynamodb", "file"] {
+        let t = TestLake::new(Backend::File);
+        let lake = t.open().unwrap();
+        lake::raw::ensure(&lake).unwrap();
+        let m = Materializer::builder(lake).emf(false).build().unwrap();
+        let lease = lease_of(&rt, backend, &t);
+        let ctx = Context::new(m, lease.clone().with_wait(Duration::from_secs(2)));
+        // A holder that never renews, so never sees the request: a drain stuck in one window.
+        let stuck = lease.for_invocation("stuck-drain");
+        let held = rt.block_on(stuck.acquire(stuck.ttl())).unwrap();
+        let prune = json!({"action": "prune", "retention": "8760h"});
+
+        let started = Instant::now();
+        let err = rt
+            .block_on(handler(prune.clone(), &ctx, "maintenance", None, false))
+            .expect_err("the holder never yields");
+        let waited = started.elapsed();
+        assert_eq!(err.class, "lease_wait", "{backend}: {err}");
+        assert!(
+            err.message.contains(stuck.holder()) && err.message.contains("did not yield"),
+            "{backend}: {err}"
+        );
+        assert!(err.message.contains("waited 2s"), "{backend}: {err}");
+        assert!(waited >= Duration::from_secs(2), "{backend}: {waited:?}");
+
+        // The wait never eats the drain margin (30 s): 1.5 s before the deadline's margin, it
+        // waits 1.5 s.
+        let deadline = Instant::now() + Duration::from_millis(31_500);
+        let err = rt
+            .block_on(handler(
+                prune.clone(),
+                &ctx,
+                "maintenance",
+                Some(deadline),
+                false,
+            ))
+            .expect_err("the holder never yields");
+        assert_eq!(err.class, "lease_wait", "{backend}: {err}");
+        assert!(err.message.contains("waited 1s"), "{backend}: {err}");
+
+        // `materialize` never waits: the holder does the same work.
+        let started = Instant::now();
+        let out = rt
+            .block_on(handler(
+                json!({"action": "materialize"}),
+                &ctx,
+                "tick",
+                None,
+                false,
+            ))
+            .unwrap();
+        assert_eq!(out["skipped"], "lease held by a peer", "{backend}: {out}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{backend}");
+
+        // Without a wait, a maintenance action is skipped at once, as before (one lake open on
+        // the file catalog at a time).
+        drop(ctx);
+        let m = Materializer::builder(t.open().unwrap())
+            .emf(false)
+            .build()
+            .unwrap();
+        let no_wait = Context::new(m, lease.clone());
+        let out = rt
+            .block_on(handler(prune, &no_wait, "maintenance", None, false))
+            .unwrap();
+        assert_eq!(out["skipped"], "lease held by a peer", "{backend}: {out}");
+        assert_eq!(out["held_by"], stuck.holder(), "{backend}: {out}");
+
+        // The holder was left alone.
+        rt.block_on(stuck.check(&held)).unwrap();
+        rt.block_on(stuck.release(&held)).unwrap();
+    }
+}
