@@ -10,7 +10,11 @@ pub const TTL: Duration = Duration::from_secs(60);
 
 /// A config for a fresh table on the shared moto server.
 pub fn moto_config() -> LeaseConfig {
-    let moto = testkit::shared_moto();
+    moto_config_on(testkit::shared_moto())
+}
+
+/// A config for a fresh table on `moto`.
+pub fn moto_config_on(moto: &testkit::Moto) -> LeaseConfig {
     LeaseConfig {
         table: Some(testkit::unique_name("lease")),
         endpoint: Some(moto.endpoint()),
