@@ -130,6 +130,7 @@ deploy-tools:
 # then the operational properties asserted on the aws-sam-translator output (tests/template).
 validate: deploy-tools
 	AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(DQ_VENV)/bin/sam validate --lint --template template.yaml
+	python3 tests/crates/check_graph.py
 	$(DQ_VENV)/bin/python tests/template/check_build.py
 	AWS_DEFAULT_REGION=us-east-1 $(DQ_VENV)/bin/python tests/template/check_template.py
 	AWS_DEFAULT_REGION=us-east-1 $(DQ_VENV)/bin/python tests/template/check_settings.py

@@ -41,7 +41,7 @@ const PRIVILEGES: [(&str, &str); 5] = [
     ("VEHICLE_VIN_CREDENTIAL", "VehicleVinCredential"),
 ];
 
-/// model-garage `VSSToJSONName` (decoding.md §4.2).
+/// model-garage `VSSToJSONName`.
 fn json_name(vss: &str) -> String {
     let clean = |s: &str| {
         s.chars()

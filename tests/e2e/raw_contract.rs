@@ -2,21 +2,19 @@
 //! (duplicates, tombstones, blobs) is read back through the change feed, turned back into
 //! CloudEvents (dq's scanRawEvent) and decoded with no module error.
 
-use blob::{BlobConfig, BlobStore, MAX_OBJECT_SIZE};
 use chrono::{TimeZone, Utc};
-use dq_cloudevent::row::{ExtrasStatus, RawRow};
+use dq_blob::{BlobConfig, BlobStore, MAX_OBJECT_SIZE};
+use dq_cloudevent::row::ExtrasStatus;
 use dq_decode::post::VehicleGate;
-use fleet::FleetConfig;
-use lake::testing::{Backend, TestLake};
-use lake::{backend_tests, progress};
-use sim::{SeedOptions, Writer};
+use dq_dinsim::{SeedOptions, Writer};
+use dq_fleet::FleetConfig;
+use dq_lake::testing::Backend;
+use dq_lake::{backend_tests, progress};
 
 backend_tests!(seeded_fleet_round_trips_into_the_decoders);
 
 fn seeded_fleet_round_trips_into_the_decoders(backend: Backend) {
-    let t = TestLake::new(backend);
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
+    let (t, lake) = dq_dinsim::testing::din_lake(backend);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -44,7 +42,9 @@ fn seeded_fleet_round_trips_into_the_decoders(backend: Backend) {
         tombstone_every: 50,
     };
     let first = progress::head(&lake).unwrap() + 1;
-    let report = rt.block_on(sim::seed(&writer, &opts, |_| {})).unwrap();
+    let report = rt
+        .block_on(dq_dinsim::seed(&writer, &opts, |_| {}))
+        .unwrap();
     assert!(
         report.duplicate_bundles > 0 && report.split_bundles > 0,
         "{report:?}"
@@ -59,9 +59,9 @@ fn seeded_fleet_round_trips_into_the_decoders(backend: Backend) {
     assert_eq!(report.commits, commits);
     assert_eq!((hi - lo + 1) as u64, commits, "one snapshot per commit");
 
-    let rows = read_feed(&lake, lo, hi);
+    let rows = dq_dinsim::testing::inserted_rows(&lake, lo, hi);
     assert_eq!(rows.len() as u64, report.rows);
-    // A redelivered externalized event keeps its header but gets a new blob key (din-raw §4.4).
+    // A redelivered externalized event keeps its header but gets a new blob key.
     let mut blob_keys: std::collections::HashMap<String, std::collections::HashSet<&str>> =
         Default::default();
     for row in rows.iter().filter(|r| r.data_index_key.is_some()) {
@@ -108,35 +108,4 @@ fn seeded_fleet_round_trips_into_the_decoders(backend: Backend) {
         out.signal_rows.len()
     );
     assert!(!out.event_rows.is_empty());
-}
-
-fn read_feed(lake: &lake::Lake, from: i64, to: i64) -> Vec<RawRow> {
-    let mut stmt = lake
-        .conn()
-        .prepare(
-            "SELECT subject, \"time\", type, id, source, producer, data_content_type, data_version, extras, \
-             data, data_base64, data_index_key, voids_id \
-             FROM ducklake_table_changes('lake', 'main', 'raw_events', ?, ?) WHERE change_type = 'insert'",
-        )
-        .unwrap();
-    stmt.query_map([from, to], |r| {
-        Ok(RawRow {
-            subject: r.get(0)?,
-            time: r.get(1)?,
-            event_type: r.get(2)?,
-            id: r.get(3)?,
-            source: r.get(4)?,
-            producer: r.get(5)?,
-            data_content_type: r.get(6)?,
-            data_version: r.get(7)?,
-            extras: r.get(8)?,
-            data: r.get(9)?,
-            data_base64: r.get(10)?,
-            data_index_key: r.get(11)?,
-            voids_id: r.get(12)?,
-        })
-    })
-    .unwrap()
-    .collect::<Result<_, _>>()
-    .unwrap()
 }

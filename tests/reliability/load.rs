@@ -11,15 +11,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use auth::dev::{DevClaims, DevSigner};
-use auth::{GrpcAuthenticator, Permission};
 use chrono::TimeDelta;
-use fleet::{Fleet, FleetConfig};
-use lake::testing::{Backend, TestLake};
-use proto::grpc::fetch_service_client::FetchServiceClient;
-use proto::grpc::{ListCloudEventsRequest, SearchOptions};
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::{GrpcAuthenticator, Permission};
+use dq_dinsim::{SeedOptions, Writer};
+use dq_fleet::{Fleet, FleetConfig};
+use dq_lake::testing::{Backend, TestLake};
+use dq_proto::grpc::fetch_service_client::FetchServiceClient;
+use dq_proto::grpc::{ListCloudEventsRequest, SearchOptions};
 use serde_json::{json, Value};
-use sim::{SeedOptions, Writer};
 
 const ISSUER: &str = "https://load.dq.test";
 
@@ -80,16 +80,14 @@ fn load_while_the_materializer_runs() {
         ..day1.clone()
     };
     let m = {
-        let lake = t.open().unwrap();
-        lake::raw::ensure(&lake).unwrap();
-        lake::progress::ensure(&lake).unwrap();
+        let lake = dq_dinsim::testing::open_din_lake(&t);
         let opts = SeedOptions {
             fleet: day1.clone(),
             ..SeedOptions::default()
         };
-        rt.block_on(sim::seed(&Writer::new(&lake, None), &opts, |_| {}))
+        rt.block_on(dq_dinsim::seed(&Writer::new(&lake, None), &opts, |_| {}))
             .unwrap();
-        materialize::Materializer::builder(lake)
+        dq_materialize::Materializer::builder(lake)
             .emf(false)
             .build()
             .unwrap()
@@ -113,38 +111,38 @@ fn load_while_the_materializer_runs() {
     // The servers, each on its own DuckDB instance as in Lambda.
     let limit = clients.saturating_sub(1).max(1);
     let (graphql_addr, grpc_addr) = rt.block_on(async {
-        let (engine, db) = graphql::http::share_lake(t.open().unwrap());
-        let state = graphql::AppState::new(
-            graphql::Dialect::Dq,
-            graphql::DialectSettings::default(),
+        let (engine, db) = dq_graphql::http::share_lake(t.open().unwrap());
+        let state = dq_graphql::AppState::new(
+            dq_graphql::Dialect::Dq,
+            dq_graphql::DialectSettings::default(),
             Arc::new(engine),
             Some(signer.validator().unwrap()),
-            graphql::Limits {
+            dq_graphql::Limits {
                 max_concurrent: limit,
-                ..graphql::Limits::default()
+                ..dq_graphql::Limits::default()
             },
         )
         .unwrap()
-        .with_cloud_events(graphql::cloud_events::CloudEvents {
+        .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
             db,
-            payloads: fetch::Payloads::new(None),
+            payloads: dq_rawquery::Payloads::new(None),
             store: None,
             links: None,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let graphql_addr = listener.local_addr().unwrap();
-        let app = graphql::router(Arc::new(state));
+        let app = dq_graphql::router(Arc::new(state));
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-        let api = fetch::FetchApi::new(
-            Arc::new(fetch::Db::new(t.open().unwrap())),
-            fetch::Payloads::new(None),
+        let api = dq_fetch::FetchApi::new(
+            Arc::new(dq_rawquery::Db::new(t.open().unwrap())),
+            dq_rawquery::Payloads::new(None),
             GrpcAuthenticator::new(Some(signer.validator().unwrap()), false),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let grpc_addr = listener.local_addr().unwrap();
-        tokio::spawn(fetch::server::serve(
-            fetch::server::router(api),
+        tokio::spawn(dq_fetch::server::serve(
+            dq_fetch::server::router(api),
             listener,
             std::future::pending(),
         ));
@@ -168,7 +166,7 @@ fn load_while_the_materializer_runs() {
                     fleet: day2,
                     ..SeedOptions::default()
                 };
-                rt.block_on(sim::seed(&Writer::new(&lake, None), &opts, |_| {}))
+                rt.block_on(dq_dinsim::seed(&Writer::new(&lake, None), &opts, |_| {}))
                     .unwrap();
                 writing.store(false, Ordering::SeqCst);
             })
@@ -315,5 +313,5 @@ fn check(
         "materializer_passes": passes,
         "materializer_errors": materializer_errors.len(),
     });
-    testkit::report_figures("load", &serde_json::to_string_pretty(&figures).unwrap());
+    dq_testkit::report_figures("load", &serde_json::to_string_pretty(&figures).unwrap());
 }

@@ -10,7 +10,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
-use query::segments::{
+use dq_query::segments::{
     ActiveWindow, LevelSample, SignalSource, StateChange, TimeRange, Ts, WindowSpec,
 };
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 pub fn python() -> PathBuf {
     std::env::var_os("DQ_BENCH_PYTHON")
         .map(PathBuf::from)
-        .unwrap_or_else(|| testkit::workspace_root().join(".venv-bench/bin/python"))
+        .unwrap_or_else(|| dq_testkit::workspace_root().join(".venv-bench/bin/python"))
 }
 
 /// One chDB session in a helper process; killed on drop.
@@ -38,7 +38,7 @@ fn ms(v: &Value) -> Duration {
 impl ChDb {
     /// Starts a helper on the session directory `dir` (created by chDB when missing).
     pub fn spawn(dir: &Path) -> anyhow::Result<ChDb> {
-        let script = testkit::workspace_root().join("cli/dqbench/chdb_engine.py");
+        let script = dq_testkit::workspace_root().join("cli/dqbench/chdb_engine.py");
         let python = python();
         let mut child = Command::new(&python)
             .arg(&script)
@@ -271,11 +271,11 @@ impl SignalSource for ChSource<'_> {
         to: Ts,
     ) -> Result<Vec<StateChange>, ChError> {
         let lookback = from.timestamp_micros()
-            - query::segments::source::IGNITION_LOOKBACK_DAYS * 86_400 * 1_000_000;
+            - dq_query::segments::source::IGNITION_LOOKBACK_DAYS * 86_400 * 1_000_000;
         let scope = format!(
             "subject = {} AND name = {} AND value_number IS NOT NULL",
             lit(subject),
-            lit(query::segments::source::IGNITION_SIGNAL)
+            lit(dq_query::segments::source::IGNITION_SIGNAL)
         );
         let window = format!(
             "{scope} AND ts >= {} AND ts < {}",

@@ -6,10 +6,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure};
-use fleet::{Fleet, FleetConfig};
-use lake::testing::{Backend, TestLake};
-use materialize::Materializer;
-use sim::{SeedOptions, Writer};
+use dq_dinsim::{SeedOptions, Writer};
+use dq_fleet::{Fleet, FleetConfig};
+use dq_lake::testing::{Backend, TestLake};
+use dq_materialize::Materializer;
 
 /// A seeded and materialized lake.
 pub struct Dataset {
@@ -94,14 +94,14 @@ pub fn build(
     let started = Instant::now();
     let seeded = {
         let lake = t.open()?;
-        lake::raw::ensure(&lake)?;
-        lake::progress::ensure(&lake)?;
+        dq_lake::raw::ensure(&lake)?;
+        dq_lake::progress::ensure(&lake)?;
         let opts = SeedOptions {
             fleet: fleet.clone(),
             ..SeedOptions::default()
         };
         let mut next_report = 0u64;
-        rt.block_on(sim::seed(&Writer::new(&lake, None), &opts, |done| {
+        rt.block_on(dq_dinsim::seed(&Writer::new(&lake, None), &opts, |done| {
             if done >= next_report {
                 eprintln!("[{catalog}]   {done} / ~{total} events");
                 next_report = done + total / 10;
@@ -141,7 +141,8 @@ pub fn build(
         materialize.as_secs_f64()
     );
     let started = Instant::now();
-    let maintained = sim::maintain::cycle(&t.open()?, sim::maintain::Retention::default())?;
+    let maintained =
+        dq_dinsim::maintain::cycle(&t.open()?, dq_dinsim::maintain::Retention::default())?;
     let maintain = started.elapsed();
     eprintln!(
         "[{catalog}] din maintenance: {} merge calls, {} merged groups in {:.1}s",

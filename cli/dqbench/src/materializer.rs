@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::Utc;
-use fleet::{Fleet, FleetConfig};
-use lake::testing::Backend;
-use lake::Lake;
+use dq_fleet::{Fleet, FleetConfig};
+use dq_lake::testing::Backend;
+use dq_lake::Lake;
 
 use crate::{dataset, report};
 
@@ -135,7 +135,7 @@ fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
 /// same files the real path writes.
 pub(crate) fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Duration> {
     let conn = lake.connect()?;
-    let layout = lake::raw::table_layout(lake, from)?;
+    let layout = dq_lake::raw::table_layout(lake, from)?;
     let mut ddl = vec![format!(
         "CREATE TABLE lake.{to} AS SELECT * FROM lake.{from} LIMIT 0"
     )];
@@ -179,7 +179,7 @@ pub(crate) fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Dur
 /// more than the memory of the machine if kept.
 pub(crate) fn decode_time(rt: &tokio::runtime::Runtime, lake: &Lake) -> anyhow::Result<Duration> {
     const CHUNK: usize = 50_000;
-    let resolved = materialize::testing::all_raw_rows(rt, lake, None);
+    let resolved = dq_materialize::testing::all_raw_rows(rt, lake, None);
     let now = Utc::now();
     let mut took = Duration::ZERO;
     for chunk in resolved.events.chunks(CHUNK) {

@@ -11,8 +11,8 @@
 //!
 //! Each runs through the real served path — the GraphQL router behind `axum::serve` over
 //! HTTP/1.1 (a `reqwest` client, a real token), FetchService behind tonic over HTTP/2 (a tonic
-//! client, a real token) — and as the bare read on the same lake (`query::Engine` for the
-//! signal reads, `fetch::Reader` + `fetch::Payloads` for the cloud events: the same SQL with no
+//! client, a real token) — and as the bare read on the same lake (`dq_query::Engine` for the
+//! signal reads, `dq_rawquery::Reader` + `dq_rawquery::Payloads` for the cloud events: the same SQL with no
 //! HTTP, GraphQL, gRPC or auth around it). Before anything is timed, every served answer is
 //! compared with the bare answer; a mismatch fails the run.
 //!
@@ -25,14 +25,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, ensure, Context};
-use auth::dev::{DevClaims, DevSigner};
-use auth::{GrpcAuthenticator, Permission};
 use chrono::{DateTime, Utc};
-use fleet::{Fleet, FleetConfig};
-use lake::testing::{Backend, TestLake};
-use proto::grpc::fetch_service_client::FetchServiceClient;
-use proto::grpc::{GetLatestCloudEventRequest, ListCloudEventsRequest, SearchOptions};
-use query::aggregate::{AggregateRequest, FloatAgg, FloatRequest};
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::{GrpcAuthenticator, Permission};
+use dq_fleet::{Fleet, FleetConfig};
+use dq_lake::testing::{Backend, TestLake};
+use dq_proto::grpc::fetch_service_client::FetchServiceClient;
+use dq_proto::grpc::{GetLatestCloudEventRequest, ListCloudEventsRequest, SearchOptions};
+use dq_query::aggregate::{AggregateRequest, FloatAgg, FloatRequest};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -90,7 +90,7 @@ pub(crate) enum Case {
 }
 
 impl Case {
-    const ALL: [Case; 8] = [
+    pub(crate) const ALL: [Case; 8] = [
         Case::Week,
         Case::Month,
         Case::Latest,
@@ -401,7 +401,7 @@ fn render(fleet: &FleetConfig, args: &Args, figures: &[CatalogFigures]) -> Strin
          for one vehicle. Each case runs through the served path — GraphQL `/query` behind \
          `axum::serve` over HTTP/1.1 keep-alive with a real RS256 token, or FetchService behind \
          tonic over HTTP/2 with a real token — and as the bare read on the same lake \
-         (`query::Engine` for the signal reads, `fetch::Reader` + `fetch::Payloads` for cloud \
+         (`dq_query::Engine` for the signal reads, `dq_rawquery::Reader` + `dq_rawquery::Payloads` for cloud \
          events: the same SQL without HTTP, GraphQL, gRPC or auth), so the serving overhead shows \
          beside it; every served answer is checked equal to the bare answer before timing. Cold = \
          the first request on a freshly opened DuckDB instance (new lake attach, new GraphQL state \
@@ -409,8 +409,8 @@ fn render(fleet: &FleetConfig, args: &Args, figures: &[CatalogFigures]) -> Strin
          not dropped), {} samples, each its own instance; \"open\" is the time to build that \
          instance. Warm = {} requests after {} warm-up requests on one instance, sequential, \
          client and server in one process on the same cores; percentiles are nearest-rank. \
-         FetchService is served on the real router (`fetch::server::router`) with TCP_NODELAY on \
-         the accepted sockets, unlike `fetch::server::serve`, whose Nagle delay adds ~40 ms to \
+         FetchService is served on the real router (`dq_fetch::server::router`) with TCP_NODELAY on \
+         the accepted sockets, unlike `dq_fetch::server::serve`, whose Nagle delay adds ~40 ms to \
          every call. Goal (issue 5): the 7-day query at warm p50 ≤ 2 ms on the file catalog and \
          ≤ 10 ms on PostgreSQL.\n\nDataset:\n",
         fleet.vehicles,
@@ -618,7 +618,7 @@ fn statement_floor(t: &TestLake, target: &Target, sampling: &Sampling) -> anyhow
     let lake = t.open()?;
     let conn = lake.connect()?;
     let req = target.request(Case::Week);
-    let expected = query::Engine::new(t.open()?)
+    let expected = dq_query::Engine::new(t.open()?)
         .aggregate(&req)?
         .into_iter()
         .map(|b| (b.timestamp_us, b.floats.get(&0).copied()))
@@ -637,7 +637,7 @@ fn statement_floor(t: &TestLake, target: &Target, sampling: &Sampling) -> anyhow
     ))?;
     let rows: i64 = conn.query_row("SELECT count(*) FROM floor_rows", [], |r| r.get(0))?;
 
-    let dq = query::aggregate::aggregate_sql(&req)?.over("floor_rows");
+    let dq = dq_query::aggregate::aggregate_sql(&req)?.over("floor_rows");
     let minimal = format!(
         "SELECT bucket, avg(v) FROM ( \
            SELECT ((epoch_us(\"timestamp\") - {from}) // {HOUR_US}) * {HOUR_US} + {from} AS bucket, \
@@ -706,7 +706,7 @@ pub(crate) fn target(t: &TestLake, fleet: &Fleet) -> anyhow::Result<(Target, i64
         let mut stmt = conn.prepare(
             "SELECT DISTINCT subject FROM lake.signals WHERE name = ? AND value_number = 1",
         )?;
-        let rows = stmt.query_map([query::segments::source::IGNITION_SIGNAL], |r| r.get(0))?;
+        let rows = stmt.query_map([dq_query::segments::source::IGNITION_SIGNAL], |r| r.get(0))?;
         rows.collect::<Result<_, _>>()?
     };
     let info = fleet
@@ -769,9 +769,9 @@ pub(crate) enum Instance {
         server: Server,
     },
     Sql {
-        engine: query::Engine,
-        db: Arc<fetch::Db>,
-        payloads: fetch::Payloads,
+        engine: dq_query::Engine,
+        db: Arc<dq_rawquery::Db>,
+        payloads: dq_rawquery::Payloads,
     },
 }
 
@@ -839,7 +839,7 @@ impl<'a> Bench<'a> {
     pub(crate) async fn grpc_probe(&self, port: u16) -> anyhow::Result<()> {
         let mut client = FetchServiceClient::connect(format!("http://127.0.0.1:{port}"))
             .await?
-            .max_decoding_message_size(fetch::server::MAX_MESSAGE_BYTES);
+            .max_decoding_message_size(dq_fetch::server::MAX_MESSAGE_BYTES);
         let mut req = tonic::Request::new(ListCloudEventsRequest {
             options: Some(self.search_options(Case::ListEvents)),
             limit: LIST_LIMIT,
@@ -872,33 +872,33 @@ impl<'a> Bench<'a> {
         let listener = || tokio::net::TcpListener::bind("127.0.0.1:0");
         Ok(match path {
             Path::Sql => {
-                let (engine, db) = graphql::http::share_lake(lake);
+                let (engine, db) = dq_graphql::http::share_lake(lake);
                 Instance::Sql {
                     engine,
                     db,
-                    payloads: fetch::Payloads::new(None),
+                    payloads: dq_rawquery::Payloads::new(None),
                 }
             }
             Path::Graphql => {
-                let (engine, db) = graphql::http::share_lake(lake);
-                let state = graphql::AppState::new(
-                    graphql::Dialect::Dq,
-                    graphql::DialectSettings::default(),
+                let (engine, db) = dq_graphql::http::share_lake(lake);
+                let state = dq_graphql::AppState::new(
+                    dq_graphql::Dialect::Dq,
+                    dq_graphql::DialectSettings::default(),
                     Arc::new(engine),
                     Some(validator()?),
-                    graphql::Limits::default(),
+                    dq_graphql::Limits::default(),
                 )
                 .map_err(|e| anyhow!("{e}"))?
-                .with_cloud_events(graphql::cloud_events::CloudEvents {
+                .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
                     db,
-                    payloads: fetch::Payloads::new(None),
+                    payloads: dq_rawquery::Payloads::new(None),
                     store: None,
                     links: None,
                 });
                 let listener = listener().await?;
                 let addr = listener.local_addr()?;
                 let (stop, stopped) = oneshot::channel::<()>();
-                let app = graphql::router(Arc::new(state));
+                let app = dq_graphql::router(Arc::new(state));
                 let task = tokio::spawn(async move {
                     let _ = axum::serve(listener, app)
                         .with_graceful_shutdown(async {
@@ -923,17 +923,17 @@ impl<'a> Bench<'a> {
                 }
             }
             Path::Grpc => {
-                let db = Arc::new(fetch::Db::new(lake));
-                let api = fetch::FetchApi::new(
+                let db = Arc::new(dq_rawquery::Db::new(lake));
+                let api = dq_fetch::FetchApi::new(
                     db,
-                    fetch::Payloads::new(None),
+                    dq_rawquery::Payloads::new(None),
                     GrpcAuthenticator::new(Some(validator()?), false),
                 );
                 let listener = listener().await?;
                 let addr = listener.local_addr()?;
                 let (stop, stopped) = oneshot::channel::<()>();
-                let router = fetch::server::router(api);
-                // As `fetch::server::serve` (HTTP/2 and HTTP/1.1 on the same router), but with
+                let router = dq_fetch::server::router(api);
+                // As `dq_fetch::server::serve` (HTTP/2 and HTTP/1.1 on the same router), but with
                 // TCP_NODELAY on the accepted sockets: `serve` leaves Nagle on, which holds each
                 // response's trailers back until the client's delayed ACK (~40 ms a call).
                 let incoming =
@@ -949,7 +949,7 @@ impl<'a> Bench<'a> {
                 });
                 let client = FetchServiceClient::connect(format!("http://{addr}"))
                     .await?
-                    .max_decoding_message_size(fetch::server::MAX_MESSAGE_BYTES);
+                    .max_decoding_message_size(dq_fetch::server::MAX_MESSAGE_BYTES);
                 Instance::Grpc {
                     client,
                     server: Server { stop, task },
@@ -972,8 +972,8 @@ impl<'a> Bench<'a> {
                     "{{ segments(subject: \"{s}\", from: \"{}\", to: \"{}\", \
                      mechanism: IGNITION_DETECTION) {{ start {{ timestamp }} end {{ timestamp }} \
                      duration isOngoing signals {{ name agg value }} }} }}",
-                    graphql::scalars::format_time_us(from),
-                    graphql::scalars::format_time_us(to),
+                    dq_graphql::scalars::format_time_us(from),
+                    dq_graphql::scalars::format_time_us(to),
                 )
             }
             Case::Daily => {
@@ -982,8 +982,8 @@ impl<'a> Bench<'a> {
                     "{{ dailyActivity(subject: \"{s}\", from: \"{}\", to: \"{}\", \
                      mechanism: IGNITION_DETECTION, timezone: \"{DAILY_ZONE}\") \
                      {{ start {{ timestamp }} segmentCount duration signals {{ name agg value }} }} }}",
-                    graphql::scalars::format_time_us(from),
-                    graphql::scalars::format_time_us(to),
+                    dq_graphql::scalars::format_time_us(from),
+                    dq_graphql::scalars::format_time_us(to),
                 )
             }
             _ => {
@@ -991,8 +991,8 @@ impl<'a> Bench<'a> {
                 format!(
                     "{{ signals(subject: \"{s}\", interval: \"1h\", from: \"{}\", to: \"{}\") \
                      {{ timestamp {SIGNAL}(agg: AVG) }} }}",
-                    graphql::scalars::format_time_us(from),
-                    graphql::scalars::format_time_us(to),
+                    dq_graphql::scalars::format_time_us(from),
+                    dq_graphql::scalars::format_time_us(to),
                 )
             }
         }
@@ -1018,19 +1018,19 @@ impl<'a> Bench<'a> {
         }
     }
 
-    fn filter(&self, case: Case) -> fetch::Filter {
+    fn filter(&self, case: Case) -> dq_rawquery::Filter {
         let at = |us: i64| DateTime::<Utc>::from_timestamp_micros(us);
-        let subject = fetch::StringFilter::eq(self.target.subject.clone());
+        let subject = dq_rawquery::StringFilter::eq(self.target.subject.clone());
         match case {
-            Case::ListEvents => fetch::Filter {
+            Case::ListEvents => dq_rawquery::Filter {
                 after: at(self.target.day.0 - 1),
                 before: at(self.target.day.1),
                 subject,
-                ..fetch::Filter::default()
+                ..dq_rawquery::Filter::default()
             },
-            _ => fetch::Filter {
+            _ => dq_rawquery::Filter {
                 subject,
-                ..fetch::Filter::default()
+                ..dq_rawquery::Filter::default()
             },
         }
     }
@@ -1120,20 +1120,20 @@ impl<'a> Bench<'a> {
                         let rows = engine.latest_rows(&self.target.subject, None, None)?;
                         let row = |name: &str| rows.iter().find(|r| r.name == name);
                         Answer::Latest {
-                            last_seen: query::latest::last_seen(&rows),
+                            last_seen: dq_query::latest::last_seen(&rows),
                             speed: row(SIGNAL).map(|r| (r.timestamp_us, r.value_number)),
-                            location: row(graphql::schema::COORDINATES)
+                            location: row(dq_graphql::schema::COORDINATES)
                                 .map(|r| (r.loc_ts_us, r.location.latitude, r.location.longitude)),
                         }
                     }
                     Case::Segments => {
                         let (from, to) = self.target.month;
-                        let q = query::activity::SegmentsQuery {
-                            request: query::segments::SegmentsRequest::new(
+                        let q = dq_query::activity::SegmentsQuery {
+                            request: dq_query::segments::SegmentsRequest::new(
                                 self.target.subject.clone(),
                                 utc(from),
                                 utc(to),
-                                query::segments::Mechanism::IgnitionDetection,
+                                dq_query::segments::Mechanism::IgnitionDetection,
                             ),
                             signal_requests: Vec::new(),
                             event_names: Vec::new(),
@@ -1143,12 +1143,12 @@ impl<'a> Bench<'a> {
                     }
                     Case::Daily => {
                         let (from, to) = self.target.days;
-                        let q = query::activity::DailyActivityQuery {
-                            request: query::segments::DailyActivityRequest {
+                        let q = dq_query::activity::DailyActivityQuery {
+                            request: dq_query::segments::DailyActivityRequest {
                                 subject: self.target.subject.clone(),
                                 from: utc(from),
                                 to: utc(to),
-                                mechanism: query::segments::Mechanism::IgnitionDetection,
+                                mechanism: dq_query::segments::Mechanism::IgnitionDetection,
                                 config: None,
                                 timezone: Some(DAILY_ZONE.into()),
                             },
@@ -1307,7 +1307,7 @@ pub(crate) fn utc(us: i64) -> DateTime<Utc> {
 }
 
 /// What the segment cases compare: bounds, duration and the ongoing flag.
-pub(crate) fn segment_key(s: &query::segments::Segment) -> (i64, Option<i64>, i64, bool) {
+pub(crate) fn segment_key(s: &dq_query::segments::Segment) -> (i64, Option<i64>, i64, bool) {
     (
         s.start.timestamp_micros(),
         s.end.map(|e| e.timestamp_micros()),
@@ -1320,7 +1320,7 @@ fn time_us(v: &Value) -> anyhow::Result<Option<i64>> {
     match v {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(
-            graphql::scalars::parse_time_us(s).with_context(|| format!("bad Time {s}"))?,
+            dq_graphql::scalars::parse_time_us(s).with_context(|| format!("bad Time {s}"))?,
         )),
         other => bail!("bad Time {other}"),
     }

@@ -6,7 +6,7 @@ use anyhow::Context;
 
 /// `BENCHMARKS.md` at the workspace root.
 pub fn benchmarks_md() -> PathBuf {
-    testkit::workspace_root().join("BENCHMARKS.md")
+    dq_testkit::workspace_root().join("BENCHMARKS.md")
 }
 
 /// Replaces the `<!-- {name}:start -->` … `<!-- {name}:end -->` section of `path` with `body`,
@@ -64,7 +64,7 @@ mod tests {
     }
 
     fn tempfile_dir() -> PathBuf {
-        let d = std::env::temp_dir().join(testkit::unique_name("dq-bench-report"));
+        let d = std::env::temp_dir().join(dq_testkit::unique_name("dq-bench-report"));
         std::fs::create_dir_all(&d).unwrap();
         d
     }

@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, ensure, Context};
-use auth::dev::DevSigner;
 use chrono::Utc;
-use fleet::{Fleet, FleetConfig};
-use lake::testing::TestLake;
-use query::segments::{self, Mechanism, SegmentsRequest};
+use dq_auth::dev::DevSigner;
+use dq_fleet::{Fleet, FleetConfig};
+use dq_lake::testing::TestLake;
+use dq_query::segments::{self, Mechanism, SegmentsRequest};
 use serde_json::{json, Value};
 
 use crate::clickhouse::{self, lit, ts_lit, ChDb, ChSource};
@@ -61,17 +61,6 @@ pub struct Args {
 
 /// DuckDB memory limit of the floor and decode-only phases.
 const FLOOR_MEMORY_LIMIT: &str = "8GB";
-
-/// The query cases of the run, in report order.
-const CASES: [Case; 7] = [
-    Case::Week,
-    Case::Month,
-    Case::Latest,
-    Case::ListEvents,
-    Case::LatestEvent,
-    Case::Segments,
-    Case::Daily,
-];
 
 /// Cold and warm samples of one engine on one case.
 struct Samples {
@@ -160,7 +149,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     eprintln!("[{catalog}] materializer floors and decode-only rate …");
     // DuckDB's default memory limit is 80% of the machine; the decode-only phase then holds
     // the raw rows in this process too, so both get a bounded share.
-    let bounded = |c: &mut lake::LakeConfig| c.memory_limit = Some(FLOOR_MEMORY_LIMIT.into());
+    let bounded = |c: &mut dq_lake::LakeConfig| c.memory_limit = Some(FLOOR_MEMORY_LIMIT.into());
     let (raw_floor, decoded_floor) = {
         let lake = t.open_with(bounded)?;
         (
@@ -224,7 +213,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         budget: Some(Duration::from_secs(args.warm_seconds)),
     };
     let mut cases = Vec::new();
-    for case in CASES {
+    // Every case in report order but the probe, which has no served form (bare only).
+    for case in Case::ALL.into_iter().filter(|c| *c != Case::Probe) {
         cases.push(rt.block_on(run_case(
             catalog, &bench, t, &target, &ch_dir, case, &sampling,
         ))?);
@@ -406,10 +396,10 @@ fn sample<I>(
 
 /// A fresh in-memory DuckDB attached to the lake, answering with plain SQL.
 struct Floor {
-    conn: lake::Conn,
+    conn: dq_lake::Conn,
     /// dq's engine on the same instance, for the segment cases' one read.
-    engine: query::Engine,
-    _db: Arc<fetch::Db>,
+    engine: dq_query::Engine,
+    _db: Arc<dq_rawquery::Db>,
 }
 
 /// `(data, data_base64)` as FetchService serves a row without a blob store: base64 text wins,
@@ -425,7 +415,7 @@ impl Floor {
     fn open(t: &TestLake) -> anyhow::Result<Floor> {
         let lake = t.open()?;
         let conn = lake.connect()?;
-        let (engine, db) = graphql::http::share_lake(lake);
+        let (engine, db) = dq_graphql::http::share_lake(lake);
         Ok(Floor {
             conn,
             engine,
@@ -456,7 +446,7 @@ impl Floor {
                  any_value(loc_lat) FILTER (WHERE name = '{c}'), \
                  any_value(loc_lon) FILTER (WHERE name = '{c}') \
                  FROM lake.signals_latest WHERE subject = ? AND subject_bucket = {bucket}",
-                c = graphql::schema::COORDINATES
+                c = dq_graphql::schema::COORDINATES
             ),
             Case::ListEvents | Case::LatestEvent => {
                 let (bounds, limit) = events_scope(case, target, |a, b| {
@@ -520,7 +510,7 @@ impl Floor {
         target: &Target,
         started: Instant,
     ) -> anyhow::Result<(Duration, Answer)> {
-        let source = query::activity::LakeSource::new(&self.engine);
+        let source = dq_query::activity::LakeSource::new(&self.engine);
         let answer = detect(&source, case, target)?;
         Ok((started.elapsed(), answer))
     }
@@ -530,7 +520,7 @@ impl Floor {
         let Some(sql) = Self::statement(case, target) else {
             return Ok(None);
         };
-        let out = std::env::temp_dir().join(testkit::unique_name("dq-bench-profile"));
+        let out = std::env::temp_dir().join(dq_testkit::unique_name("dq-bench-profile"));
         let out = out.with_extension("json");
         self.conn.execute_batch(&format!(
             "PRAGMA enable_profiling = 'json'; PRAGMA profiling_output = '{}'; \
@@ -551,7 +541,7 @@ impl Floor {
 }
 
 /// Segments or days of `case` through `source` and the shared detector.
-fn detect<S: query::segments::SignalSource>(
+fn detect<S: dq_query::segments::SignalSource>(
     source: &S,
     case: Case,
     target: &Target,
@@ -639,7 +629,7 @@ fn ch_answer(
              FROM signals WHERE subject = {s}",
             fix = format!(
                 "name = '{}' AND (loc_lat != 0 OR loc_lon != 0)",
-                graphql::schema::COORDINATES
+                dq_graphql::schema::COORDINATES
             )
         ),
         Case::ListEvents | Case::LatestEvent => {
@@ -732,22 +722,22 @@ async fn cold_starts(
 
     let mut env: BTreeMap<&str, String> = BTreeMap::new();
     env.insert(
-        lake::config::DUCKLAKE_CATALOG_DSN,
+        dq_lake::config::DUCKLAKE_CATALOG_DSN,
         match &t.config.catalog {
-            lake::Catalog::File(p) => p.display().to_string(),
-            lake::Catalog::Postgres(dsn) => dsn.clone(),
+            dq_lake::Catalog::File(p) => p.display().to_string(),
+            dq_lake::Catalog::Postgres(dsn) => dsn.clone(),
         },
     );
     if let Some(p) = &t.config.data_path {
-        env.insert(lake::config::DUCKLAKE_DATA_PATH, p.clone());
+        env.insert(dq_lake::config::DUCKLAKE_DATA_PATH, p.clone());
     }
-    env.insert(lake::config::DUCKLAKE_READ_ONLY, "true".into());
+    env.insert(dq_lake::config::DUCKLAKE_READ_ONLY, "true".into());
     env.insert(
-        lake::config::DUCKDB_EXTENSION_DIR,
+        dq_lake::config::DUCKDB_EXTENSION_DIR,
         t.config.extension_dir.display().to_string(),
     );
-    env.insert(auth::config::TOKEN_EXCHANGE_ISSUER_URL, ISSUER.into());
-    env.insert(auth::config::TOKEN_EXCHANGE_JWK_KEY_SET_URL, jwks_url);
+    env.insert(dq_auth::config::TOKEN_EXCHANGE_ISSUER_URL, ISSUER.into());
+    env.insert(dq_auth::config::TOKEN_EXCHANGE_JWK_KEY_SET_URL, jwks_url);
 
     let http = reqwest::Client::new();
     let mut out = Vec::new();
@@ -757,12 +747,12 @@ async fn cold_starts(
     ] {
         let mut samples = Vec::new();
         for _ in 0..runs {
-            let port = testkit::free_port()?;
+            let port = dq_testkit::free_port()?;
             let started = Instant::now();
             let mut child = Command::new(bin_dir.join(function))
                 .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
                 .env("PORT", port.to_string())
-                .env(fetch::server::PORT_GRPC, port.to_string())
+                .env(dq_fetch::server::PORT_GRPC, port.to_string())
                 .env("RUST_LOG", "warn")
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())

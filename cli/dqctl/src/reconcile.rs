@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use chrono::{DateTime, SubsecRound, Utc};
+use dq_reconcile::{Answer, Comparator, Dialect, Mismatch};
 use indicatif::{ProgressBar, ProgressStyle};
-use reconcile::{Answer, Comparator, Dialect, Mismatch};
 use serde_json::{json, Map, Value};
 
 /// The committed documents (`tests/reconcile/<dialect>/`), compiled in so the command works from
@@ -83,7 +83,7 @@ pub struct Args {
     #[arg(long)]
     to: Option<DateTime<Utc>>,
     /// Relative float tolerance.
-    #[arg(long, default_value_t = reconcile::DEFAULT_EPSILON)]
+    #[arg(long, default_value_t = dq_reconcile::DEFAULT_EPSILON)]
     epsilon: f64,
     /// Seconds each request may take.
     #[arg(long, default_value_t = 30)]
@@ -167,7 +167,7 @@ fn cases(args: &Args) -> anyhow::Result<Vec<Case>> {
     let token_of = |i: usize| tokens.get(i).or(tokens.first()).cloned();
     let mut out = Vec::new();
     for (name, document) in load_documents(args.documents.as_deref(), args.dialect)? {
-        let op = reconcile::document::operation(&document, None)
+        let op = dq_reconcile::document::operation(&document, None)
             .map_err(|e| anyhow::anyhow!("document {name}: {e}"))?;
         if let Some(other) = op
             .variables
@@ -360,7 +360,7 @@ mod tests {
                 .collect();
             assert_eq!(on_disk, listed, "{}", dialect.name());
             for (name, doc) in listed {
-                let op = reconcile::document::operation(&doc, None)
+                let op = dq_reconcile::document::operation(&doc, None)
                     .unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert!(
                     op.variables.iter().all(|v| VARIABLES.contains(&v.as_str())),

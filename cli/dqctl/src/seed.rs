@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use blob::{BlobConfig, BlobStore};
 use chrono::{DateTime, Utc};
-use fleet::FleetConfig;
+use dq_blob::{BlobConfig, BlobStore};
+use dq_dinsim::{SeedOptions, Writer};
+use dq_fleet::FleetConfig;
+use dq_lake::{Lake, LakeConfig};
 use indicatif::{ProgressBar, ProgressStyle};
-use lake::{Lake, LakeConfig};
-use sim::{SeedOptions, Writer};
 
 /// Arguments of `dqctl seed`. Lake and blob settings fall back to the environment variables the
 /// services read (`DUCKLAKE_CATALOG_DSN`, `DUCKLAKE_DATA_PATH`, `BLOB_BUCKET`, …).
@@ -80,14 +80,14 @@ fn seed(args: &Args) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let mut lake_cfg = LakeConfig::from_lookup(|k| match k {
-        lake::config::DUCKLAKE_CATALOG_DSN => Some(args.catalog.clone()),
-        lake::config::DUCKLAKE_DATA_PATH => args.data_path.clone(),
+        dq_lake::config::DUCKLAKE_CATALOG_DSN => Some(args.catalog.clone()),
+        dq_lake::config::DUCKLAKE_DATA_PATH => args.data_path.clone(),
         other => std::env::var(other).ok(),
     })?;
     lake_cfg.read_only = false;
     let lake = Lake::open(lake_cfg).context("open lake")?;
-    lake::raw::ensure(&lake)?;
-    lake::progress::ensure(&lake)?;
+    dq_lake::raw::ensure(&lake)?;
+    dq_lake::progress::ensure(&lake)?;
 
     let mut blob_cfg = BlobConfig::from_env();
     if let Some(dir) = &args.blob_dir {
@@ -123,7 +123,7 @@ fn seed(args: &Args) -> anyhow::Result<()> {
         late_every: args.late_every,
         tombstone_every: args.tombstone_every,
     };
-    let estimate = fleet::Fleet::new(opts.fleet.clone())?.estimated_events();
+    let estimate = dq_fleet::Fleet::new(opts.fleet.clone())?.estimated_events();
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -135,9 +135,11 @@ fn seed(args: &Args) -> anyhow::Result<()> {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let report = rt.block_on(sim::seed(&writer, &opts, |done| bar.set_position(done)))?;
+    let report = rt.block_on(dq_dinsim::seed(&writer, &opts, |done| {
+        bar.set_position(done)
+    }))?;
     bar.finish_and_clear();
-    let head = lake::progress::head(&lake)?;
+    let head = dq_lake::progress::head(&lake)?;
     let mut by_type = serde_json::Map::new();
     let mut stmt = lake
         .conn()
@@ -159,7 +161,7 @@ fn seed(args: &Args) -> anyhow::Result<()> {
             "start": start,
             "report": report,
             "head_snapshot": head,
-            "first_subjects": fleet::Fleet::new(opts.fleet.clone())?
+            "first_subjects": dq_fleet::Fleet::new(opts.fleet.clone())?
                 .vehicles()
                 .iter()
                 .take(3)

@@ -9,20 +9,20 @@
 //! reference router reverses `data.events` in its answers instead (the only difference not made
 //! in the lake).
 
-use auth::dev::{DevClaims, DevSigner};
-use auth::Permission;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
-use dq_cloudevent::event::{CloudEventHeader, RawEvent};
-use graphql::{AppState, Dialect, DialectSettings, Limits};
-use lake::testing::{Backend, TestLake};
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::Permission;
+use dq_cloudevent::event::RawEvent;
+use dq_graphql::{AppState, Dialect, DialectSettings, Limits};
+use dq_lake::testing::{Backend, TestLake};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-const CONTRACT: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF";
+use dq_dinsim::testing::{EventBuilder, VEHICLE as CONTRACT};
 const SOURCE: &str = "0x0Ac7C7A6d1E85f5e9B2B63C9D2E7D8f0c1b2A395";
 const ISSUER: &str = "https://auth.dimo.test";
 const PERMISSIONS: [Permission; 3] = [
@@ -44,22 +44,9 @@ fn rfc(t: DateTime<Utc>) -> String {
 }
 
 fn event(subject: &str, id: &str, time: DateTime<Utc>, event_type: &str, data: Value) -> RawEvent {
-    RawEvent {
-        header: CloudEventHeader {
-            spec_version: "1.0".into(),
-            event_type: event_type.into(),
-            source: SOURCE.into(),
-            subject: subject.into(),
-            id: id.into(),
-            time,
-            data_content_type: "application/json".into(),
-            data_version: "default/v1.0".into(),
-            producer: format!("{subject}-producer"),
-            ..Default::default()
-        },
-        data: Some(data.to_string()),
-        data_base64: None,
-    }
+    EventBuilder::new(subject, id, event_type, time)
+        .source(SOURCE)
+        .data(data.to_string())
 }
 
 /// Six status events a minute apart per vehicle, and three harsh-driving events for vehicle 4.
@@ -112,17 +99,15 @@ fn base_speed(v: u32, k: i64) -> f64 {
 }
 
 /// A lake holding `events`, decoded by the materializer.
-async fn lake_of(events: &[RawEvent]) -> (TestLake, lake::Lake) {
+async fn lake_of(events: &[RawEvent]) -> (TestLake, dq_lake::Lake) {
     let t = TestLake::new(Backend::File);
     {
-        let lake = t.open().unwrap();
-        lake::raw::ensure(&lake).unwrap();
-        lake::progress::ensure(&lake).unwrap();
-        let m = materialize::Materializer::builder(lake)
+        let lake = dq_dinsim::testing::open_din_lake(&t);
+        let m = dq_materialize::Materializer::builder(lake)
             .emf(false)
             .build()
             .unwrap();
-        sim::Writer::new(m.lake(), None)
+        dq_dinsim::Writer::new(m.lake(), None)
             .write_bundle(events)
             .await
             .unwrap();
@@ -138,11 +123,11 @@ async fn lake_of(events: &[RawEvent]) -> (TestLake, lake::Lake) {
 
 /// Serves `lake` (dq dialect) on a free 127.0.0.1 port; `rewrite` layers the router.
 async fn serve(
-    lake: lake::Lake,
+    lake: dq_lake::Lake,
     signer: &DevSigner,
     rewrite: impl FnOnce(axum::Router) -> axum::Router,
 ) -> String {
-    let (engine, db) = graphql::http::share_lake(lake);
+    let (engine, db) = dq_graphql::http::share_lake(lake);
     let state = AppState::new(
         Dialect::Dq,
         DialectSettings::default(),
@@ -151,13 +136,13 @@ async fn serve(
         Limits::default(),
     )
     .unwrap()
-    .with_cloud_events(graphql::cloud_events::CloudEvents {
+    .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
         db,
-        payloads: fetch::Payloads::new(None),
+        payloads: dq_rawquery::Payloads::new(None),
         store: None,
         links: None,
     });
-    let app = rewrite(graphql::router(Arc::new(state)));
+    let app = rewrite(dq_graphql::router(Arc::new(state)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/query", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -334,7 +319,10 @@ async fn reports_every_injected_difference_and_not_the_within_epsilon_one() {
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
 
     // An unreachable reference is a mismatch with a clear reason, not a crash.
-    let closed = format!("http://127.0.0.1:{}/query", testkit::free_port().unwrap());
+    let closed = format!(
+        "http://127.0.0.1:{}/query",
+        dq_testkit::free_port().unwrap()
+    );
     let mut down = args.clone();
     down[1] = closed.as_str();
     let run = dqctl(&down).await;

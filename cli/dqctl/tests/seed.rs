@@ -28,7 +28,7 @@ fn seeds_into(catalog: &str, dir: &Path) {
     let data = dir.join("data").display().to_string();
     let blobs = dir.join("blobs").display().to_string();
     let out = dqctl_seed(
-        &lake::testing::extension_dir(),
+        &dq_lake::testing::extension_dir(),
         &[
             "--catalog",
             catalog,
@@ -76,15 +76,17 @@ fn seeds_a_file_catalog() {
 
 #[test]
 fn seeds_a_postgres_catalog() {
-    let pg = testkit::shared_postgres();
-    let dsn = pg.create_database(&testkit::unique_name("seed")).unwrap();
+    let pg = dq_testkit::shared_postgres();
+    let dsn = pg
+        .create_database(&dq_testkit::unique_name("seed"))
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     seeds_into(&dsn, dir.path());
 }
 
 #[test]
 fn wrong_password_is_reported_without_it() {
-    let pg = testkit::shared_postgres();
+    let pg = dq_testkit::shared_postgres();
     let wrong = "N0t-The-Passw0rd";
     let dsn = format!(
         "host=127.0.0.1 port={} dbname=postgres user=dq password={wrong}",
@@ -93,7 +95,7 @@ fn wrong_password_is_reported_without_it() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data").display().to_string();
     let out = dqctl_seed(
-        &lake::testing::extension_dir(),
+        &dq_lake::testing::extension_dir(),
         &["--catalog", &dsn, "--data-path", &data],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);

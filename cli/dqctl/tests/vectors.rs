@@ -1,7 +1,7 @@
-//! Runs every shared test vector through the built `dqctl decode` binary (decoding.md §12).
+//! Runs every shared test vector through the built `dqctl decode` binary.
 //!
 //! Vectors are read at test time from the repository's `tests/vectors/` (or `DQ_VECTORS_DIR`, see
-//! `testkit::vectors_dir`). Each input is turned into the stored-form CloudEvent the manifest's
+//! `dq_testkit::vectors_dir`). Each input is turned into the stored-form CloudEvent the manifest's
 //! `entry` describes (vendor source address, type, dataversion) by editing only the top-level
 //! members, so payload bytes (and their duplicate keys) reach the decoder untouched.
 
@@ -16,7 +16,7 @@ const AUTOPI: &str = "0x5e31bBc786D7bEd95216383787deA1ab0f1c1897";
 const RUPTELA: &str = "0xF26421509Efe92861a587482100c6d728aBf1CD0";
 const TESLA: &str = "0xc4035Fecb1cc906130423EF05f9C20977F643722";
 
-use testkit::vector as read;
+use dq_testkit::vector as read;
 
 /// Rewrites top-level members of a CloudEvent document textually: `overrides` replace (or add)
 /// string members; `rename` moves a member's raw value under a new key.

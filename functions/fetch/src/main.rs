@@ -14,18 +14,18 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     // Inside Lambda the Runtime API serves the requests: there is no listener.
-    let addr = if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+    let addr = if dq_config::in_lambda() {
         None
     } else {
-        Some(fetch::server::listen_addr()?)
+        Some(dq_fetch::server::listen_addr()?)
     };
-    let api = fetch::server::api_from_env(addr)
+    let api = dq_fetch::server::api_from_env(addr)
         .await
         .context("assemble FetchService")?;
-    let router = fetch::server::router(api);
+    let router = dq_fetch::server::router(api);
     match addr {
         None => lambda_http::run(lambda_http::service_fn(move |request| {
-            fetch::lambda::handle(router.clone(), request)
+            dq_fetch::lambda::handle(router.clone(), request)
         }))
         .await
         .map_err(|e| anyhow::anyhow!("lambda runtime: {e}")),
@@ -34,7 +34,7 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("bind {addr}"))?;
             tracing::info!(%addr, "FetchService listening (gRPC and gRPC-web)");
-            fetch::server::serve(router, listener, async {
+            dq_fetch::server::serve(router, listener, async {
                 // Graceful stop on Ctrl-C or SIGTERM.
                 let _ = tokio::signal::ctrl_c().await;
             })

@@ -2,8 +2,8 @@
 //! key whose JWKS the demo serves, and a ready-to-paste `curl` with a token for one vehicle,
 //! written in the dialect the process serves (`GRAPHQL_DIALECT`).
 
-use auth::dev::{DevClaims, DevSigner};
-use auth::TokenValidator;
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::TokenValidator;
 
 /// The demo vehicle when `DQ_DEV_SUBJECT` is unset.
 const DEFAULT_SUBJECT: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:1";

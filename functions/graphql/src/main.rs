@@ -8,31 +8,42 @@ mod dev;
 
 use std::sync::Arc;
 
+/// The local server's port (default 3000).
+const PORT: &str = "PORT";
+/// A boolean: sign and accept development tokens (`dev` feature, local only).
+#[cfg(feature = "dev")]
+const DQ_DEV_AUTH: &str = "DQ_DEV_AUTH";
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    let state = graphql::http::state_from_env().await.map_err(|e| {
+    let state = dq_graphql::http::state_from_env().await.map_err(|e| {
         tracing::error!(error = %e, "graphql function failed to start");
         e
     })?;
     // Shadow mode (`SHADOW_REFERENCE_URL`): sampled /query requests compared with a reference.
-    let shadow = graphql::shadow::Shadow::from_env(state.dialect())?;
+    let shadow = dq_graphql::shadow::Shadow::from_env(state.dialect())?;
     let shadowed = |router: axum::Router| match &shadow {
         Some(s) => Arc::clone(s).wrap(router),
         None => router,
     };
-    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
-        return lambda_http::run(shadowed(graphql::router(Arc::new(state)))).await;
+    if dq_config::in_lambda() {
+        return lambda_http::run(shadowed(dq_graphql::router(Arc::new(state)))).await;
     }
-    let port: u16 = std::env::var("PORT")
-        .ok()
+    let settings = dq_config::Settings::new(dq_config::env_lookup);
+    let port: u16 = settings
+        .get(PORT)
         .and_then(|p| p.parse().ok())
         .unwrap_or(3000);
     #[cfg(feature = "dev")]
-    let (state, extra) = if std::env::var("DQ_DEV_AUTH").as_deref() == Ok("1") {
+    let dev_auth = settings
+        .get(DQ_DEV_AUTH)
+        .and_then(|v| dq_config::parse_bool(&v));
+    #[cfg(feature = "dev")]
+    let (state, extra) = if dev_auth == Some(true) {
         let (validator, jwks, curl) = dev::setup(port)?;
         println!("development token ready; try:\n{curl}");
         let jwks_route = axum::routing::get(move || {
@@ -48,7 +59,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     };
     #[cfg(not(feature = "dev"))]
     let extra = axum::Router::new();
-    let app = extra.merge(shadowed(graphql::router(Arc::new(state))));
+    let app = extra.merge(shadowed(dq_graphql::router(Arc::new(state))));
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", port)).await?;
     tracing::info!(port, "serving GraphQL on /query");
     axum::serve(listener, app).await?;

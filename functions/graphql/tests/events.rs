@@ -3,10 +3,10 @@
 //! `fetch-graphql-*` by the routers of those dialects (issue 11). `__DEV_TOKEN__` in an event
 //! stands for a development token minted here for the event's vehicle.
 
-use auth::dev::{DevClaims, DevSigner};
-use auth::Permission;
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::Permission;
+use dq_lake::testing::{Backend, TestLake};
 use http_body_util::BodyExt;
-use lake::testing::{Backend, TestLake};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,8 +36,8 @@ async fn answer(app: axum::Router, name: &str, token: &str) -> (u16, Vec<u8>) {
 
 /// The routers of every dialect over one empty decoded lake, accepting `signer`'s tokens.
 struct Routers {
-    engine: Arc<query::Engine>,
-    db: Arc<fetch::Db>,
+    engine: Arc<dq_query::Engine>,
+    db: Arc<dq_rawquery::Db>,
     signer: DevSigner,
     _lake: TestLake,
 }
@@ -46,9 +46,9 @@ impl Routers {
     fn new() -> Routers {
         let t = TestLake::new(Backend::File);
         let lake = t.open().unwrap();
-        materialize::schema::ensure(&lake).unwrap();
+        dq_tables::schema::ensure(&lake).unwrap();
         let signer = DevSigner::generate("https://auth.dimo.test").unwrap();
-        let (engine, db) = graphql::http::share_lake(lake);
+        let (engine, db) = dq_graphql::http::share_lake(lake);
         Routers {
             engine: Arc::new(engine),
             db,
@@ -57,26 +57,26 @@ impl Routers {
         }
     }
 
-    fn app(&self, dialect: graphql::Dialect) -> axum::Router {
-        let settings = graphql::DialectSettings {
+    fn app(&self, dialect: dq_graphql::Dialect) -> axum::Router {
+        let settings = dq_graphql::DialectSettings {
             storage_node_dev_license: Some([0x49; 20]),
-            ..graphql::DialectSettings::default()
+            ..dq_graphql::DialectSettings::default()
         };
-        let state = graphql::AppState::new(
+        let state = dq_graphql::AppState::new(
             dialect,
             settings,
             Arc::clone(&self.engine),
             Some(self.signer.validator().unwrap()),
-            graphql::Limits::default(),
+            dq_graphql::Limits::default(),
         )
         .unwrap()
-        .with_cloud_events(graphql::cloud_events::CloudEvents {
+        .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
             db: Arc::clone(&self.db),
-            payloads: fetch::Payloads::new(None),
+            payloads: dq_rawquery::Payloads::new(None),
             store: None,
             links: None,
         });
-        graphql::router(Arc::new(state))
+        dq_graphql::router(Arc::new(state))
     }
 }
 
@@ -97,8 +97,8 @@ async fn every_graphql_event_is_answered() {
         .unwrap();
     // The other dialects' events, through their own routers.
     for (prefix, dialect) in [
-        ("telemetry-graphql-", graphql::Dialect::Telemetry),
-        ("fetch-graphql-", graphql::Dialect::Fetch),
+        ("telemetry-graphql-", dq_graphql::Dialect::Telemetry),
+        ("fetch-graphql-", dq_graphql::Dialect::Fetch),
     ] {
         let names: Vec<String> = std::fs::read_dir(events_dir())
             .unwrap()
@@ -112,7 +112,7 @@ async fn every_graphql_event_is_answered() {
             assert_eq!(status, 200, "{name}: {json}");
             assert!(json.get("errors").is_none(), "{name}: {json}");
             let expected = match dialect {
-                graphql::Dialect::Telemetry => {
+                dq_graphql::Dialect::Telemetry => {
                     serde_json::json!({"signalsLatest": {"lastSeen": null, "speed": null}})
                 }
                 _ => serde_json::json!({"cloudEvents": []}),
@@ -120,7 +120,7 @@ async fn every_graphql_event_is_answered() {
             assert_eq!(json["data"], expected, "{name}");
         }
     }
-    let app = app(graphql::Dialect::Dq);
+    let app = app(dq_graphql::Dialect::Dq);
     let mut names: Vec<String> = std::fs::read_dir(events_dir())
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -185,30 +185,30 @@ async fn demo_tokens_answer_every_documented_root() {
     let routers = Routers::new();
     let token = routers.signer.mint(&DevClaims::demo(VEHICLE)).unwrap();
     let cases = [
-        (graphql::Dialect::Telemetry, "{ attestations(tokenId: 135114) { id time } }"),
+        (dq_graphql::Dialect::Telemetry, "{ attestations(tokenId: 135114) { id time } }"),
         (
-            graphql::Dialect::Telemetry,
+            dq_graphql::Dialect::Telemetry,
             "{ attestations(tokenId: 135114, filter: {source: \"0x49eAf63eD94FEf3d40692862Eee2C8dB416B1a5f\"}) { id } }",
         ),
-        (graphql::Dialect::Telemetry, "{ vinVCLatest(tokenId: 135114) { vin } }"),
+        (dq_graphql::Dialect::Telemetry, "{ vinVCLatest(tokenId: 135114) { vin } }"),
         (
-            graphql::Dialect::Telemetry,
+            dq_graphql::Dialect::Telemetry,
             "{ signalsLatest(tokenId: 135114) { lastSeen currentLocationApproximateCoordinates { timestamp } } }",
         ),
         (
-            graphql::Dialect::Fetch,
+            dq_graphql::Dialect::Fetch,
             &format!("{{ cloudEvents(did: \"{VEHICLE}\", limit: 3) {{ header {{ id }} }} }}"),
         ),
         (
-            graphql::Dialect::Fetch,
+            dq_graphql::Dialect::Fetch,
             &format!("{{ latestCloudEvent(did: \"{VEHICLE}\") {{ header {{ id }} }} }}"),
         ),
         (
-            graphql::Dialect::Dq,
+            dq_graphql::Dialect::Dq,
             &format!("{{ cloudEvents(subject: \"{VEHICLE}\", limit: 3) {{ header {{ id }} }} }}"),
         ),
         (
-            graphql::Dialect::Dq,
+            dq_graphql::Dialect::Dq,
             &format!("{{ signalsLatest(subject: \"{VEHICLE}\") {{ lastSeen currentLocationCoordinates {{ timestamp }} }} }}"),
         ),
     ];

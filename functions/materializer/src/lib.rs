@@ -1,6 +1,6 @@
 //! The materializer Lambda's adapter: builds one [`Context`] at cold start and maps each
-//! invocation onto [`materialize::invoke`], under the single-writer lease. No SQL and no decoding
-//! here (style §7.1); errors carry a stable class for `lambda_runtime::Diagnostic`.
+//! invocation onto [`dq_materialize::invoke`], under the single-writer lease. No SQL and no decoding
+//! here: the adapter only wires; errors carry a stable class for `lambda_runtime::Diagnostic`.
 //!
 //! Not here: the protocol (`dq-materialize`), the lease's storage (`dq-lease`).
 //!
@@ -14,14 +14,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use materialize::invoke::{invoke, parse_request, Action};
-use materialize::{metrics, LeaseSession, Materializer};
+use dq_materialize::invoke::{invoke, parse_request, Action};
+use dq_materialize::{metrics, LeaseSession, Materializer};
 use serde_json::{json, Value};
 
 /// What one warm Lambda keeps between invocations.
 pub struct Context {
     materializer: Arc<Mutex<Materializer>>,
-    lease: lease::Lease,
+    lease: dq_lease::Lease,
     /// The materializer's EMF writer when EMF is on (its lease metrics are written here).
     metrics: Option<dq_metrics::Emitter>,
 }
@@ -44,8 +44,8 @@ impl std::fmt::Display for HandlerError {
 
 impl std::error::Error for HandlerError {}
 
-impl From<materialize::Error> for HandlerError {
-    fn from(e: materialize::Error) -> Self {
+impl From<dq_materialize::Error> for HandlerError {
+    fn from(e: dq_materialize::Error) -> Self {
         HandlerError {
             class: e.class(),
             message: e.to_string(),
@@ -67,27 +67,27 @@ impl Context {
     /// creates dq's tables where missing and builds the lease handle (DynamoDB when
     /// `MATERIALIZER_LEASE_TABLE` is set, else a lock file next to the catalog).
     pub async fn from_env() -> anyhow::Result<Context> {
-        let config = materialize::Config::from_env()?;
-        let lake_cfg = lake::LakeConfig::from_env_with_secrets().await?;
+        let config = dq_materialize::Config::from_env()?;
+        let lake_cfg = dq_lake::LakeConfig::from_env_with_secrets().await?;
         let lease_path = local_lease_path(&lake_cfg);
-        let blob_cfg = blob::BlobConfig::from_env_with_secrets().await?;
+        let blob_cfg = dq_blob::BlobConfig::from_env_with_secrets().await?;
         let blobs = if blob_cfg.bucket.is_empty() {
             None
         } else {
-            Some(Arc::new(blob::BlobStore::open(&blob_cfg).await?))
+            Some(Arc::new(dq_blob::BlobStore::open(&blob_cfg).await?))
         };
-        let lake = lake::Lake::open(lake_cfg)?;
+        let lake = dq_lake::Lake::open(lake_cfg)?;
         let m = Materializer::builder(lake)
             .config(config)
             .blobs(blobs)
             .build()?;
-        let lease = lease::Lease::from_env(&lease_path).await?;
+        let lease = dq_lease::Lease::from_env(&lease_path).await?;
         tracing::info!(lease = %lease, "materializer ready");
         Ok(Context::new(m, lease))
     }
 
     /// A context over an already built materializer and lease (tests).
-    pub fn new(materializer: Materializer, lease: lease::Lease) -> Context {
+    pub fn new(materializer: Materializer, lease: dq_lease::Lease) -> Context {
         Context {
             metrics: materializer.metrics().cloned(),
             materializer: Arc::new(Mutex::new(materializer)),
@@ -98,7 +98,7 @@ impl Context {
 
 /// Where the local lease lock lives: beside a file catalog, else beside a local data path (so two
 /// local stacks never share a lock), else in the temp dir.
-fn local_lease_path(cfg: &lake::LakeConfig) -> PathBuf {
+fn local_lease_path(cfg: &dq_lake::LakeConfig) -> PathBuf {
     let data_parent = cfg
         .data_path
         .as_deref()
@@ -148,14 +148,14 @@ async fn run(
         };
         match LeaseSession::acquire_waiting(lease, wait).await {
             Ok(s) => Some(s),
-            Err(e @ lease::LeaseError::WaitExpired { .. }) => {
+            Err(e @ dq_lease::LeaseError::WaitExpired { .. }) => {
                 emit(ctx, &metrics::lease_metric("lease_wait_expired"));
                 return Err(HandlerError {
                     class: "lease_wait",
                     message: e.to_string(),
                 });
             }
-            Err(lease::LeaseError::Held {
+            Err(dq_lease::LeaseError::Held {
                 holder, expires_at, ..
             }) => {
                 emit(ctx, &metrics::lease_metric("lease_refused"));
@@ -164,7 +164,7 @@ async fn run(
                     "held_by": holder, "held_until": expires_at,
                 }));
             }
-            Err(e) => return Err(materialize::Error::from(e).into()),
+            Err(e) => return Err(dq_materialize::Error::from(e).into()),
         }
     } else {
         None
@@ -199,7 +199,7 @@ async fn run(
         class: "panic",
         message: e.to_string(),
     })?;
-    if let Err(materialize::Error::Lease(_)) = &out {
+    if let Err(dq_materialize::Error::Lease(_)) = &out {
         emit(ctx, &metrics::lease_metric("lease_lost"));
     }
     let mut value = out?;

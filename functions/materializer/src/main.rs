@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fn_materializer::{handler, run_local, Context, LocalArgs};
+use dq_fn_materializer::{handler, run_local, Context, LocalArgs};
 use lambda_runtime::{service_fn, LambdaEvent};
 use serde_json::Value;
 
@@ -23,8 +23,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         }
     };
     let ctx = Arc::new(Context::from_env().await?);
-    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
-        let poll = materialize::Config::from_env()?.poll_interval;
+    if !dq_config::in_lambda() {
+        let poll = dq_materialize::Config::from_env()?.poll_interval;
         return Ok(run_local(&ctx, &args, poll).await?);
     }
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {

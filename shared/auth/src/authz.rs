@@ -1,6 +1,6 @@
-//! Authorization rules shared by every surface: the GraphQL directives (dq-query.md §5.2 and the
-//! telemetry gate of dialects.md §2.4), cloud-event subject access (§5.3), per-signal privilege
-//! filtering (§5.4) and telemetry's `cloud_events` grants (dialects.md §2.5).
+//! Authorization rules shared by every surface: the GraphQL directives (and telemetry's vehicle
+//! gate), cloud-event subject access, per-signal privilege filtering and telemetry's
+//! `cloud_events` grants.
 //!
 //! Every function takes the caller as `Option<&Principal>`: `None` is an unauthenticated
 //! request, and each rule reports that with its own [`Check`].
@@ -13,11 +13,11 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-/// The API-only approximate-location field (not a catalog signal; dq-query.md §5.4).
+/// The API-only approximate-location field (not a catalog signal).
 pub const APPROXIMATE_LOCATION_SIGNAL: &str = "currentLocationApproximateCoordinates";
 
 /// The privileges of the approximate-location field's `@requiresOneOfPrivilege`
-/// (dialects.md §2.4: "[privilege:GetApproximateLocation privilege:GetLocationHistory]").
+/// (telemetry's text: "[privilege:GetApproximateLocation privilege:GetLocationHistory]").
 pub const APPROXIMATE_LOCATION_PRIVILEGES: [Privilege; 2] = [
     Privilege::VehicleApproximateLocation,
     Privilege::VehicleAllTimeLocation,
@@ -28,7 +28,7 @@ fn require_caller(caller: Option<&Principal>, check: Check) -> Result<&Principal
 }
 
 // ------------------------------------------------------------------------------------------
-// §5.2 directives
+// GraphQL directives
 // ------------------------------------------------------------------------------------------
 
 /// dq `@requiresVehicleToken`: `asset` must equal the queried `subject` byte for byte.
@@ -46,7 +46,7 @@ pub fn require_vehicle_token(caller: Option<&Principal>, subject: &str) -> Resul
     }
 }
 
-/// telemetry `@requiresVehicleToken` (dialects.md §2.4): the asset, decoded as an ERC-721 (or
+/// telemetry `@requiresVehicleToken`: the asset, decoded as an ERC-721 (or
 /// ethr) DID, must name `vehicle_contract` (20-byte compare, so case-insensitive) and the
 /// queried `token_id`. The chain id is not compared. Services pass.
 ///
@@ -82,7 +82,7 @@ pub fn require_vehicle_token_id(
     }
 }
 
-/// telemetry's extra claim validation at token acceptance (dialects.md §2.4): `asset` must
+/// telemetry's extra claim validation at token acceptance: `asset` must
 /// decode as `did:erc721:<uint chain>:<hex address>:<decimal>` or `did:ethr:<uint
 /// chain>:<hex address>`; otherwise the whole token is invalid (HTTP 401).
 ///
@@ -157,11 +157,11 @@ pub fn require_signal(caller: Option<&Principal>, name: &str) -> Result<()> {
 }
 
 // ------------------------------------------------------------------------------------------
-// §5.4 per-signal filtering of list-style results
+// Per-signal filtering of list-style results
 // ------------------------------------------------------------------------------------------
 
-/// Whether `caller` may see signal `name` in availableSignals / dataSummary / signalsSnapshot
-/// (dq-query.md §5.4): the approximate location needs `GetApproximateLocation` OR
+/// Whether `caller` may see signal `name` in availableSignals / dataSummary / signalsSnapshot:
+/// the approximate location needs `GetApproximateLocation` OR
 /// `GetLocationHistory`; a catalog signal needs ALL its privileges; unknown names are denied.
 pub fn may_read_signal(caller: &Principal, name: &str) -> bool {
     if name == APPROXIMATE_LOCATION_SIGNAL {
@@ -186,10 +186,10 @@ pub fn filter_signals<T>(caller: &Principal, items: Vec<T>, name: impl Fn(&T) ->
 }
 
 // ------------------------------------------------------------------------------------------
-// §5.3 cloud-event authorization
+// Cloud-event authorization
 // ------------------------------------------------------------------------------------------
 
-/// Raw-data access (§5.3 step 2; the gRPC interceptor's rule too).
+/// Raw-data access, step 2 of the cloud-event rule (the gRPC interceptor's rule too).
 ///
 /// # Errors
 /// `MissingCredentials{SubjectAccess}` ("unauthorized: no token claims"),
@@ -219,7 +219,7 @@ impl IdentityError {
 pub type LinkFuture<'a> =
     Pin<Box<dyn Future<Output = std::result::Result<Option<String>, IdentityError>> + Send + 'a>>;
 
-/// The device → vehicle lookup (identity-api in production, dq-query.md §5.3), injected so
+/// The device → vehicle lookup (identity-api in production), injected so
 /// this crate needs no HTTP client.
 pub trait DeviceLinks: Send + Sync {
     /// The `tokenDID` of the vehicle the device `device_did` (normalized ERC-721 DID) is
@@ -238,8 +238,8 @@ pub struct AuthorizedSubject {
     pub search: String,
 }
 
-/// §5.3 step 3 for one subject, after steps 1–2: the token's own asset, or a device that
-/// identity-api reports paired to that asset. Services read any subject verbatim.
+/// Step 3 of the cloud-event rule for one subject, after steps 1–2: the token's own asset, or a
+/// device that identity-api reports paired to that asset. Services read any subject verbatim.
 ///
 /// # Errors
 /// `SubjectDenied` with the reason.
@@ -276,7 +276,7 @@ pub async fn authorize_subject(
     }
 }
 
-/// The GraphQL cloud-event resolvers' whole rule (§5.3 steps 1–3; fetch dialect §3.2).
+/// The GraphQL cloud-event resolvers' whole rule (steps 1–3, also the fetch dialect's `did` rule).
 ///
 /// # Errors
 /// `MissingCredentials{SubjectAccess}`, `MissingRawDataAccess`, `SubjectDenied`.
@@ -290,7 +290,7 @@ pub async fn authorize_cloud_events(
 }
 
 // ------------------------------------------------------------------------------------------
-// dialects.md §2.5 telemetry `attestations`
+// telemetry `attestations`
 // ------------------------------------------------------------------------------------------
 
 /// What an `attestations` query asks for, as the grant check sees it.
@@ -307,7 +307,7 @@ pub struct AttestationRequest<'a> {
 /// The attestation event type.
 pub const ATTESTATION_TYPE: &str = "dimo.attestation";
 
-/// telemetry `attestations` authorization (dialects.md §2.5): a `cloud_events` claim, subject
+/// telemetry `attestations` authorization: a `cloud_events` claim, subject
 /// == asset (exact), and a grant whose type is `dimo.attestation` or `*`, whose source is `*`
 /// or the requested source (`*` when unfiltered), and whose ids contain `*` or the requested
 /// id (`*` when unfiltered). Tags are ignored. Services pass.

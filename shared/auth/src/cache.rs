@@ -4,7 +4,7 @@
 //! works), so this crate needs no HTTP client: the function crate fetches the JWKS URL (or the
 //! issuer's discovery document, see [`crate::config::discovery_url`]) with its own client.
 //!
-//! Rules (dq-query.md §5.1: "caching provider TTL 1 minute", issue 5: "refreshed on unknown
+//! Rules (keys cached for 1 minute, issue 5: "refreshed on unknown
 //! `kid`"):
 //! - keys older than [`CacheConfig::ttl`] are refreshed before use; when that refresh fails the
 //!   stale keys keep serving (logged) rather than failing every request, but only up to

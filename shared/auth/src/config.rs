@@ -1,10 +1,10 @@
-//! Auth settings (dq-query.md §6.6 plus the service callers of issues 7 and 22), read once at
-//! start-up.
+//! Auth settings (issuer, JWKS, audience, plus the service callers of issues 7 and 22), read once
+//! at start-up.
 
 use crate::network::TrustedNetworks;
 use crate::service::{InvalidArn, ServiceAllowList};
 use crate::validate::ValidationConfig;
-use dq_cloudevent::duration::parse_go_duration_us;
+use dq_config::{parse_bool, parse_go_duration, BOOL_VALUES};
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -47,8 +47,7 @@ pub const TOKEN_EXCHANGE_JWKS_MAX_STALENESS: &str = "TOKEN_EXCHANGE_JWKS_MAX_STA
 pub const DEFAULT_JWKS_MAX_STALENESS: Duration = Duration::from_secs(24 * 3600);
 /// Set by the Lambda runtime; used to refuse local-only settings there.
 pub const AWS_LAMBDA_FUNCTION_NAME: &str = "AWS_LAMBDA_FUNCTION_NAME";
-/// Set by the Lambda runtime (the Runtime API the functions poll).
-pub const AWS_LAMBDA_RUNTIME_API: &str = "AWS_LAMBDA_RUNTIME_API";
+pub use dq_config::AWS_LAMBDA_RUNTIME_API;
 
 /// Where the signing keys come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,21 +144,11 @@ impl Default for AuthSettings {
     }
 }
 
-/// Go's `strconv.ParseBool`.
-fn parse_go_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
 /// A [`TOKEN_EXCHANGE_JWKS_MAX_STALENESS`] value: a Go duration (the parser of the other
 /// duration settings) of at least the JWKS refresh interval, else every refresh would be late.
 fn max_staleness(v: &str) -> Result<Duration, String> {
     let min = crate::cache::CacheConfig::default().ttl;
-    let us = parse_go_duration_us(v)?;
-    let d = Duration::from_micros(u64::try_from(us).unwrap_or(0));
+    let d = parse_go_duration(v)?;
     if d < min {
         return Err(format!(
             "must be at least {}s (the JWKS refresh interval)",
@@ -182,7 +171,7 @@ impl AuthSettings {
     /// # Errors
     /// [`ConfigError`] listing every bad key.
     pub fn from_env() -> Result<AuthSettings, ConfigError> {
-        AuthSettings::from_lookup(|k| std::env::var(k).ok())
+        AuthSettings::from_lookup(dq_config::env_lookup)
     }
 
     /// Reads settings through `lookup` (tests, settings files). Empty values count as unset.
@@ -192,11 +181,8 @@ impl AuthSettings {
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<AuthSettings, ConfigError> {
-        let get = |k: &str| {
-            lookup(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let settings = dq_config::Settings::new(lookup);
+        let get = |k: &str| settings.get(k);
         let mut problems = Vec::new();
         let mut url = |key: &'static str| {
             let v = get(key)?;
@@ -215,10 +201,10 @@ impl AuthSettings {
         let identity_api_url = url(IDENTITY_API_URL);
         let mut boolean = |key: &'static str| match get(key) {
             None => false,
-            Some(v) => parse_go_bool(&v).unwrap_or_else(|| {
+            Some(v) => parse_bool(&v).unwrap_or_else(|| {
                 problems.push(ConfigProblem {
                     key,
-                    reason: "must be a boolean (true/false/1/0)".into(),
+                    reason: format!("must be a boolean ({BOOL_VALUES})"),
                 });
                 false
             }),
@@ -345,14 +331,9 @@ impl AuthSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn settings(pairs: &[(&str, &str)]) -> Result<AuthSettings, ConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        AuthSettings::from_lookup(|k| map.get(k).cloned())
+        AuthSettings::from_lookup(dq_config::pairs_lookup(pairs))
     }
 
     #[test]
@@ -400,7 +381,7 @@ mod tests {
                 TOKEN_EXCHANGE_JWK_KEY_SET_URL,
                 "https://auth.dimo.zone/keys",
             ),
-            (FETCH_GRPC_REQUIRE_JWT, "yes"),
+            (FETCH_GRPC_REQUIRE_JWT, "maybe"),
             (FETCH_IAM_ALLOWED_CALLERS, "arn:aws:iam::1:role/*"),
             (FETCH_GRPC_TRUST_UNAUTHENTICATED, "1"),
             (FETCH_GRPC_TRUSTED_CIDRS, "10.0.0.0/8"),

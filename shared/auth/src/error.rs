@@ -5,7 +5,7 @@
 //! - [`AuthError::code`] → an [`ErrorCode`], mapped to an HTTP status
 //!   ([`ErrorCode::http_status`]) and a gRPC status code ([`ErrorCode::grpc_code`]);
 //! - [`AuthError::message`] for a [`Surface`] → the exact text that surface's clients expect
-//!   (dq-query.md §5, §6.3; dialects.md §2.4, §3.2, §4, §5.3).
+//!   (each dialect keeps its own texts and status codes).
 //!
 //! No variant carries the bearer token, so neither `Display` nor `Debug` can leak it.
 
@@ -17,7 +17,7 @@ pub type Result<T, E = AuthError> = std::result::Result<T, E>;
 
 /// The client-facing surface whose error texts a message is rendered for.
 ///
-/// The GraphQL dialects share one engine (dialects.md §6); they differ only in a few texts.
+/// The GraphQL dialects share one engine; they differ only in a few texts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Surface {
     /// dq's own GraphQL dialect (`subject: String!`).
@@ -26,10 +26,10 @@ pub enum Surface {
     Telemetry,
     /// The fetch-api GraphQL dialect (`did: String!`).
     Fetch,
-    /// The gRPC `FetchService` (dq-query.md §5.5).
+    /// The gRPC `FetchService`.
     Grpc,
     /// The HTTP JWT middleware, before GraphQL runs: the JSON `message` of a 401/500 body
-    /// (dq-query.md §5.1).
+    /// (go-jwt-middleware's texts).
     Http,
 }
 
@@ -41,7 +41,7 @@ pub enum ErrorCode {
     /// An authenticated caller that may not do this.
     Forbidden,
     /// An `Authorization` header that is not `Bearer <token>`. HTTP 500 reproduces
-    /// go-jwt-middleware's default error handler (dq-query.md §5.1).
+    /// go-jwt-middleware's default error handler.
     MalformedCredentials,
     /// The signing keys could not be obtained (JWKS fetch failed and nothing is cached).
     Unavailable,
@@ -62,7 +62,7 @@ impl ErrorCode {
     }
 
     /// HTTP status for errors raised before GraphQL runs (the JWT middleware). Resolver-level
-    /// auth errors stay inside a 200 GraphQL response (dq-query.md §6.3).
+    /// auth errors stay inside a 200 GraphQL response.
     pub fn http_status(self) -> u16 {
         match self {
             ErrorCode::Unauthenticated => 401,
@@ -152,7 +152,8 @@ impl fmt::Display for TokenRejection {
     }
 }
 
-/// Why a subject was refused (dq-query.md §5.3 step 3). Clients see one text; this is for logs.
+/// Why a subject was refused (step 3 of the cloud-event rule). Clients see one text; this is for
+/// logs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SubjectDenial {
     /// Not the token's asset and not an ERC-721 DID, so no device link can apply.
@@ -222,13 +223,14 @@ pub enum AuthError {
         /// The accepted permissions, in directive order.
         any_of: Vec<Permission>,
     },
-    /// Raw-data access (`GetRawData`, or both history permissions) is missing (§5.3 step 2).
+    /// Raw-data access (`GetRawData`, or both history permissions) is missing (step 2 of the
+    /// cloud-event rule).
     #[error("{}", self.message(Surface::Dq))]
     MissingRawDataAccess,
     /// gRPC: the search names no subject.
     #[error("subject is required")]
     SubjectRequired,
-    /// The caller may not read this subject (§5.3 step 3).
+    /// The caller may not read this subject (step 3 of the cloud-event rule).
     #[error("no access to subject {subject:?}: {reason}")]
     SubjectDenied {
         /// The subject as requested.
@@ -236,7 +238,7 @@ pub enum AuthError {
         /// Why (for logs).
         reason: SubjectDenial,
     },
-    /// telemetry `attestations`: no `cloud_events` grant admits the request (dialects.md §2.5).
+    /// telemetry `attestations`: no `cloud_events` grant admits the request.
     #[error("invalid claims")]
     GrantDenied,
     /// An IAM-authenticated caller whose ARN is not on the allow-list.
@@ -274,7 +276,7 @@ impl AuthError {
     }
 
     /// The GraphQL `extensions.code` a surface attaches, if any. Auth errors carry none except
-    /// telemetry's `invalid claims` (dialects.md §2.5), which also gets
+    /// telemetry's `invalid claims`, which also gets
     /// `reason: "Internal Server Error"` from the shared error helper.
     pub fn graphql_extension_code(&self, surface: Surface) -> Option<&'static str> {
         match (self, surface) {

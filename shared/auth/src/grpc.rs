@@ -1,4 +1,5 @@
-//! FetchService authorization (dq-query.md §5.5) plus issue 7's service callers.
+//! FetchService authorization (a token reads only its own subject, an allowed service any) plus
+//! issue 7's service callers.
 //!
 //! Two steps, both transport-neutral (the tonic interceptor and the gRPC-web Lambda adapter
 //! both call them):
@@ -161,7 +162,7 @@ impl SubjectScope {
     }
 }
 
-/// Per-RPC subject authorization of a search (§5.5). `requested` is `subject.in` of the
+/// Per-RPC subject authorization of a search. `requested` is `subject.in` of the
 /// advanced options, or the single plain `subject` (empty when unset).
 ///
 /// # Errors

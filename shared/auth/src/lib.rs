@@ -1,7 +1,7 @@
 //! Authenticates callers and authorizes their reads, for the GraphQL Lambda (issue 5) and
-//! FetchService (issue 7): dq-query.md §5 (JWT, directives, cloud-event access, per-signal
-//! filtering, gRPC rules), §6.2 and §6.6, and the dialect differences of dialects.md §2.4,
-//! §3.2 and §4.
+//! FetchService (issue 7): JWT validation, the GraphQL directives, cloud-event access,
+//! per-signal filtering, the gRPC rules and the auth settings, with the differences of the
+//! telemetry and fetch dialects (vehicle gate, `did` access, claims).
 //!
 //! This crate owns the rules: which tokens are valid, who a caller is ([`Principal`]), what it
 //! may read, and the exact error texts each surface shows ([`AuthError::message`]).
@@ -11,10 +11,10 @@
 //! request context. They fetch the JWKS through an injected [`JwksFetcher`] and call
 //! identity-api through an injected [`DeviceLinks`]. They map [`ErrorCode`] to their status
 //! codes once. Rate limits, request timeouts and the order of the HTTP middleware chain
-//! (§6.2) also stay with the function crates.
+//! also stay with the function crates.
 //!
 //! # Using it
-//! - HTTP `/query` (§6.2 order: … → RequestTimeout → **JWT** → **PerSubjectLimiter** → claim
+//! - HTTP `/query` (middleware order: … → RequestTimeout → **JWT** → **PerSubjectLimiter** → claim
 //!   injector): [`TokenValidator::authenticate_http`] on the `Authorization` header gives
 //!   `Option<Principal>` (credentials are optional) or an error whose [`ErrorCode::http_status`]
 //!   and `message(Surface::Http)` form the 401/500 JSON body; [`Principal::limiter_key`] is

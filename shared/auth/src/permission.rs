@@ -1,9 +1,9 @@
 //! Permissions (the strings in a token's `permissions` claim) and the GraphQL `Privilege` enum
-//! that names them (dq-query.md §1.1, §5.1; dialects.md §4).
+//! that names them.
 
 use std::fmt;
 
-/// One permission string a token-exchange token can carry (dq-query.md §5.1).
+/// One permission string a token-exchange token can carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Permission {
     /// `privilege:GetNonLocationHistory`
@@ -114,8 +114,8 @@ impl PermissionSet {
             .filter(move |p| self.contains(*p))
     }
 
-    /// Raw-data access (dq-query.md §5.3 step 2): `GetRawData`, OR both `GetLocationHistory`
-    /// and `GetNonLocationHistory`.
+    /// Raw-data access (the cloud-event rule's second step): `GetRawData`, OR both
+    /// `GetLocationHistory` and `GetNonLocationHistory`.
     pub fn has_raw_data_access(self) -> bool {
         self.contains(Permission::GetRawData)
             || (self.contains(Permission::GetLocationHistory)
@@ -133,7 +133,7 @@ impl FromIterator<Permission> for PermissionSet {
     }
 }
 
-/// The GraphQL `Privilege` enum (dq-query.md §1.1), each value mapped to the permission string
+/// The GraphQL `Privilege` enum, each value mapped to the permission string
 /// the directives check (gqlgen.yml).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Privilege {

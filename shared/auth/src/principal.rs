@@ -4,7 +4,7 @@ use crate::permission::{Permission, PermissionSet};
 use serde::Deserialize;
 
 /// An authenticated caller. Unauthenticated callers are `None` at the call sites
-/// (`Option<&Principal>`): HTTP credentials are optional (dq-query.md §5.1) and each rule
+/// (`Option<&Principal>`): HTTP credentials are optional and each rule
 /// decides what "no credentials" means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
@@ -46,7 +46,7 @@ impl Principal {
     }
 
     /// Key of the per-subject concurrency limiter and the `jwtSubject` log field
-    /// (dq-query.md §6.2, §6.5): the JWT `sub`, or the service's identity.
+    /// (rate limiting and logs): the JWT `sub`, or the service's identity.
     pub fn limiter_key(&self) -> Option<&str> {
         match self {
             Principal::Token(t) => t.token_subject.as_deref(),
@@ -55,7 +55,7 @@ impl Principal {
     }
 }
 
-/// The claims dq reads from a validated token (dq-query.md §5.1; dialects.md §4).
+/// The claims dq reads from a validated token, in every dialect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenPrincipal {
     /// JWT `sub` (a developer license / account); per-subject limiter key and `jwtSubject`.
@@ -107,7 +107,7 @@ impl ServiceCaller {
     }
 }
 
-/// The `cloud_events` claim: grants over raw cloud events (dialects.md §2.5, §4).
+/// The `cloud_events` claim: grants over raw cloud events (telemetry `attestations`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 pub struct CloudEventGrants {
     /// The individual grants; `*` is the wildcard in every field.

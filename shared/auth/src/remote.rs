@@ -1,6 +1,6 @@
 //! The two upstreams auth talks to over HTTP, shared by GraphQL and FetchService: the JWKS (from
 //! `TOKEN_EXCHANGE_JWK_KEY_SET_URL`, or the issuer's OIDC discovery document) and identity-api's
-//! device → vehicle lookup (dq-query.md §5.1, §5.3).
+//! device → vehicle lookup (cloud-event access of a device paired to the token's vehicle).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! JWT validation (dq-query.md §5.1) and bearer-token extraction (§5.1 HTTP, §5.5 gRPC).
+//! JWT validation and bearer-token extraction (HTTP `Authorization` header, gRPC metadata).
 
 use crate::cache::JwksCache;
 use crate::error::{AuthError, Result, TokenRejection};
@@ -11,10 +11,10 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 use std::sync::Arc;
 
-/// The audience every token must contain (dq-query.md §5.1).
+/// The audience every token must contain.
 pub const REQUIRED_AUDIENCE: &str = "dimo.zone";
 
-/// The only accepted signature algorithm (dq-query.md §5.1).
+/// The only accepted signature algorithm.
 pub const ALGORITHM: &str = "RS256";
 
 /// Longest token accepted, in bytes; token-exchange tokens are far smaller.
@@ -129,7 +129,7 @@ impl TokenValidator {
     }
 
     /// HTTP: reads an optional `Authorization` header the way go-jwt-middleware does with
-    /// optional credentials (dq-query.md §5.1) and validates the token in it.
+    /// optional credentials and validates the token in it.
     ///
     /// `Ok(None)` means "proceed unauthenticated" (no header, or an empty token).
     ///
@@ -250,7 +250,7 @@ pub fn http_bearer_token(authorization: Option<&str>) -> Result<Option<&str>> {
     }
 }
 
-/// gRPC `authorization` metadata → token (dq-query.md §5.5): the `Bearer ` prefix is optional
+/// gRPC `authorization` metadata → token: the `Bearer ` prefix is optional
 /// and case-insensitive; surrounding whitespace is ignored; empty → `None`.
 pub fn grpc_bearer_token(authorization: Option<&str>) -> Option<&str> {
     let value = authorization?.trim_start();

@@ -1,4 +1,4 @@
-//! The DBE1 blob seal shared byte-for-byte with din (din-raw §4.4): `"DBE1"` ‖ 12-byte nonce ‖
+//! The DBE1 blob seal shared byte-for-byte with din: `"DBE1"` ‖ 12-byte nonce ‖
 //! AES-256-GCM(ciphertext ‖ 16-byte tag), with the object key as associated data so a sealed
 //! blob cannot be moved to another key. Bytes without the magic are legacy plaintext.
 

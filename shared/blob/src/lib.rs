@@ -1,6 +1,6 @@
 //! The blob store din externalizes large payloads to, read and written by dq: object keys
 //! `<prefix><subject>/<yyyy>/<mm>/<dd>/<uuid>` in an S3 bucket or under a local root, optionally
-//! sealed with DBE1 (din-raw §4.4, dq-materializer §3.2).
+//! sealed with DBE1 as din writes them.
 //!
 //! Not here: deciding *whether* to externalize (the din simulator does) or what a payload means.
 //!
@@ -265,25 +265,26 @@ impl BlobConfig {
     /// Reads `BLOB_*` and the `S3_*` keys shared with the lake settings; a key kept in Secrets
     /// Manager is not fetched here (use [`BlobConfig::from_env_with_secrets`]).
     pub fn from_env() -> Self {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_lookup(dq_config::env_lookup)
     }
 
     /// [`BlobConfig::from_env`] through `get` (a map in tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
-        let get = |k: &str| {
-            get(k)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
+        use dq_config::s3::{
+            S3_AWS_ACCESS_KEY_ID, S3_AWS_REGION, S3_AWS_SECRET_ACCESS_KEY, S3_ENDPOINT,
+            S3_KMS_KEY_ID,
         };
+        let settings = dq_config::Settings::new(get);
+        let get = |k: &str| settings.get(k);
         Self {
             bucket: get(BLOB_BUCKET).unwrap_or_default(),
             prefix: get(BLOB_PREFIX).unwrap_or_else(|| DEFAULT_PREFIX.into()),
             encryption_key: get(BLOB_ENCRYPTION_KEY),
-            region: get("S3_AWS_REGION"),
-            access_key_id: get("S3_AWS_ACCESS_KEY_ID"),
-            secret_access_key: get("S3_AWS_SECRET_ACCESS_KEY"),
-            endpoint: get("S3_ENDPOINT"),
-            kms_key_id: get("S3_KMS_KEY_ID"),
+            region: get(S3_AWS_REGION),
+            access_key_id: get(S3_AWS_ACCESS_KEY_ID),
+            secret_access_key: get(S3_AWS_SECRET_ACCESS_KEY),
+            endpoint: get(S3_ENDPOINT),
+            kms_key_id: get(S3_KMS_KEY_ID),
         }
     }
 
@@ -295,8 +296,8 @@ impl BlobConfig {
     /// Both key sources set, or the secret could not be read.
     pub async fn from_env_with_secrets() -> Result<Self> {
         Self::from_lookup_with_secrets(
-            |k| std::env::var(k).ok(),
-            &secrets::SecretsClient::from_env(),
+            dq_config::env_lookup,
+            &dq_secrets::SecretsClient::from_env(),
         )
         .await
     }
@@ -307,11 +308,9 @@ impl BlobConfig {
     /// As [`BlobConfig::from_env_with_secrets`].
     pub async fn from_lookup_with_secrets(
         get: impl Fn(&str) -> Option<String>,
-        client: &secrets::SecretsClient,
+        client: &dq_secrets::SecretsClient,
     ) -> Result<Self> {
-        let arn = get(BLOB_ENCRYPTION_KEY_SECRET_ARN)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty());
+        let arn = dq_config::Settings::new(&get).get(BLOB_ENCRYPTION_KEY_SECRET_ARN);
         let mut cfg = Self::from_lookup(get);
         let Some(arn) = arn else {
             return Ok(cfg);

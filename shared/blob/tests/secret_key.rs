@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 
-use blob::{
+use dq_blob::{
     BlobConfig, BlobError, BlobStore, BLOB_BUCKET, BLOB_ENCRYPTION_KEY,
     BLOB_ENCRYPTION_KEY_SECRET_ARN, MAX_OBJECT_SIZE,
 };
-use secrets::testing::{create_secret, moto_client};
+use dq_secrets::testing::{create_secret, moto_client};
 
 const KEY: &str = "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
 
@@ -34,7 +34,7 @@ async fn a_key_from_a_secret_opens_a_blob_sealed_with_the_plaintext_key() {
     sealer.put(&key, &payload).await.unwrap();
     let on_disk = std::fs::read(dir.path().join(&key)).unwrap();
     assert!(
-        on_disk.starts_with(blob::dbe1::MAGIC),
+        on_disk.starts_with(dq_blob::dbe1::MAGIC),
         "the object is sealed"
     );
 

@@ -1,5 +1,5 @@
 //! `subject_bucket`: the one definition of how decoded rows are spread over 256 buckets
-//! (dq-materializer.md §3.6, din-raw.md §4.8). Writers and every read predicate must agree.
+//! (the same FNV hash din uses). Writers and every read predicate must agree.
 
 /// Number of subject buckets.
 pub const NUM_BUCKETS: u32 = 256;

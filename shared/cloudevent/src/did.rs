@@ -1,4 +1,4 @@
-//! DIDs and Ethereum addresses (decoding.md §2.4).
+//! DIDs and Ethereum addresses.
 //!
 //! Parsing follows cloudevent's `did.go`: exact part counts, decimal `uint64` chain ids,
 //! `IsHexAddress` contracts (optional `0x`, 40 hex digits, any case) and non-negative decimal

@@ -1,4 +1,4 @@
-//! The CloudEvent header and the raw (undecoded) event: JSON in, JSON out (decoding.md §2.1).
+//! The CloudEvent header and the raw (undecoded) event: JSON in, JSON out.
 
 use crate::gojson;
 use crate::json::{self, Value};
@@ -28,7 +28,7 @@ const KNOWN_FIELDS: [&str; 15] = [
     "data_base64",
 ];
 
-/// A CloudEvent header (decoding.md §2.1).
+/// A CloudEvent header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CloudEventHeader {
     /// Always `"1.0"` after parsing.
@@ -83,7 +83,7 @@ impl Default for CloudEventHeader {
 }
 
 impl CloudEventHeader {
-    /// The dedup identity `subject!time!type!source!id` (decoding.md §2.2). The time is UTC at
+    /// The dedup identity `subject!time!type!source!id`. The time is UTC at
     /// whole-second precision, truncated, so sub-second differences collapse.
     pub fn key(&self) -> String {
         format!(

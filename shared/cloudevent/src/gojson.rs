@@ -1,6 +1,6 @@
 //! JSON text exactly as Go's `encoding/json.Marshal` writes it for an `any` value.
 //!
-//! din stores `extras` this way (din-raw.md §4.3): map keys sorted byte-wise at every level, no
+//! din stores `extras` this way: map keys sorted byte-wise at every level, no
 //! whitespace, HTML-safe escaping (`<`, `>`, `&` as `\u003c` …), U+2028/U+2029 escaped, and every
 //! number rendered as a float64 with Go's `strconv` rules.
 

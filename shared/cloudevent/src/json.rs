@@ -1,6 +1,6 @@
 //! A small JSON reader that keeps every object member in document order, duplicates included.
 //!
-//! model-garage reads payloads two ways that disagree on duplicate keys (decoding.md §10): gjson
+//! model-garage reads payloads two ways that disagree on duplicate keys: gjson
 //! path lookups take the FIRST occurrence, `encoding/json` struct decodes take the LAST one (and
 //! match field names case-insensitively). `serde_json::Value` keeps only one of the duplicates, so
 //! dq parses once into this tree and lets each call site pick its rule: [`Value::get`] /
@@ -204,51 +204,47 @@ impl<'a> Parser<'a> {
             Some(b't') => self.literal("true").map(|()| Value::Bool(true)),
             Some(b'f') => self.literal("false").map(|()| Value::Bool(false)),
             Some(b'"') => self.string().map(Value::String),
-            Some(b'[') => {
-                self.pos += 1;
-                let mut items = Vec::new();
-                self.skip_ws();
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                    return Ok(Value::Array(items));
-                }
-                loop {
-                    self.skip_ws();
-                    items.push(self.value(depth + 1)?);
-                    self.skip_ws();
-                    match self.next_byte() {
-                        Some(b',') => continue,
-                        Some(b']') => return Ok(Value::Array(items)),
-                        _ => return Err(self.err("expected ',' or ']'")),
-                    }
-                }
-            }
-            Some(b'{') => {
-                self.pos += 1;
-                let mut members = Vec::new();
-                self.skip_ws();
-                if self.peek() == Some(b'}') {
-                    self.pos += 1;
-                    return Ok(Value::Object(members));
-                }
-                loop {
-                    self.skip_ws();
-                    let key = self.string()?;
-                    self.skip_ws();
-                    self.expect(b':')?;
-                    self.skip_ws();
-                    let value = self.value(depth + 1)?;
-                    members.push((key, value));
-                    self.skip_ws();
-                    match self.next_byte() {
-                        Some(b',') => continue,
-                        Some(b'}') => return Ok(Value::Object(members)),
-                        _ => return Err(self.err("expected ',' or '}'")),
-                    }
-                }
-            }
+            Some(b'[') => self
+                .sequence(b']', "expected ',' or ']'", |p| p.value(depth + 1))
+                .map(Value::Array),
+            Some(b'{') => self
+                .sequence(b'}', "expected ',' or '}'", |p| {
+                    let key = p.string()?;
+                    p.skip_ws();
+                    p.expect(b':')?;
+                    p.skip_ws();
+                    Ok((key, p.value(depth + 1)?))
+                })
+                .map(Value::Object),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(_) => Err(self.err("unexpected character")),
+        }
+    }
+
+    /// The items of an array or object after its opening byte, up to `close`: arrays and
+    /// objects differ only in the item (a value, or a key, a colon and a value).
+    fn sequence<T>(
+        &mut self,
+        close: u8,
+        expected: &'static str,
+        mut item: impl FnMut(&mut Self) -> PResult<T>,
+    ) -> PResult<Vec<T>> {
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.peek() == Some(close) {
+            self.pos += 1;
+            return Ok(items);
+        }
+        loop {
+            self.skip_ws();
+            items.push(item(self)?);
+            self.skip_ws();
+            match self.next_byte() {
+                Some(b',') => continue,
+                Some(b) if b == close => return Ok(items),
+                _ => return Err(self.err(expected)),
+            }
         }
     }
 

@@ -1,9 +1,8 @@
 //! CloudEvents as dq stores and reads them: the header, the raw (undecoded) event, DIDs, the
 //! `lake.raw_events` row form and the `subject_bucket` rule.
 //!
-//! Semantics follow DIMO's Go `cloudevent` package and din's row writer, as written down in
-//! `decoding.md` §2 and `din-raw.md` §4. This crate does not decode payloads into signals (that
-//! is `dq-decode`) and does no I/O.
+//! Semantics follow DIMO's Go `cloudevent` package and din's row writer. This crate does not decode
+//! payloads into signals (that is `dq-decode`) and does no I/O.
 //!
 //! # Layout
 //! - [`event`] — [`CloudEventHeader`], [`RawEvent`], JSON parsing/serialization, `Key()`.
@@ -13,7 +12,7 @@
 //! - [`bucket`] — [`subject_bucket`].
 //! - [`json`] — a duplicate-key-preserving JSON reader (gjson first-wins vs Go struct last-wins).
 //! - [`gojson`] — JSON text byte-identical to Go's `encoding/json`.
-//! - [`time`] — RFC 3339 with Go's parsing and formatting rules.
+//! - [`time`] — RFC 3339 with Go's parsing and formatting rules; timestamp ↔ epoch µs.
 //! - [`duration`] — Go duration strings (`1h30m`, `300ms`).
 #![warn(missing_docs)]
 

@@ -1,4 +1,4 @@
-//! The `lake.raw_events` row form (din-raw.md §4.2–4.5) and its inverse (decoding.md §2.5).
+//! The `lake.raw_events` row form din writes and its inverse (the event dq decodes).
 
 use crate::event::{CloudEventHeader, RawEvent, SPEC_VERSION};
 use crate::{gojson, json, types};

@@ -3,6 +3,10 @@
 //! Go accepts an optional fraction of any length (digits past the ninth are truncated, not
 //! rounded), requires `T`, and a `Z` or `±hh:mm` offset. Formatting follows `RFC3339Nano`
 //! (trailing zeros of the fraction trimmed) and `RFC3339` (no fraction, truncated).
+//!
+//! It is also the one home of timestamp ↔ epoch-microsecond conversion: the lake stores µs,
+//! and every crate that reads or writes it (decode, materialize, segments, rawquery) must floor
+//! and range-check the same way.
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, TimeZone, Timelike, Utc};
 
@@ -96,9 +100,83 @@ pub fn go_zero_time() -> DateTime<Utc> {
         .unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
+/// An epoch-microsecond value outside chrono's range (about ±262,000 years).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("time {0}µs since the epoch is out of range")]
+pub struct OutOfRange(pub i64);
+
+/// Microseconds since the Unix epoch, floored (Go `UnixMicro`).
+pub fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// The instant `us` microseconds after the epoch, or [`OutOfRange`] (never a panic).
+pub fn from_micros(us: i64) -> Result<DateTime<Utc>, OutOfRange> {
+    DateTime::<Utc>::from_timestamp_micros(us).ok_or(OutOfRange(us))
+}
+
+/// The instant `us` microseconds after the epoch, saturating at the ends of chrono's range:
+/// for arithmetic that must not fail on extreme inputs.
+pub fn from_micros_saturating(us: i64) -> DateTime<Utc> {
+    from_micros(us).unwrap_or(if us < 0 {
+        DateTime::<Utc>::MIN_UTC
+    } else {
+        DateTime::<Utc>::MAX_UTC
+    })
+}
+
+/// `t` floored to whole microseconds, as the µs lake columns store it.
+pub fn truncate_micros(t: DateTime<Utc>) -> DateTime<Utc> {
+    let sub_micro = i64::from(t.timestamp_subsec_nanos() % 1_000);
+    t - chrono::TimeDelta::nanoseconds(sub_micro)
+}
+
+/// `t` floored to its whole second (toward the past), the precision of the dedup key.
+pub fn truncate_secs(t: DateTime<Utc>) -> DateTime<Utc> {
+    let us = micros(t);
+    from_micros(us - us.rem_euclid(1_000_000)).unwrap_or(t)
+}
+
+/// A timestamp literal DuckDB casts to TIMESTAMPTZ exactly (µs, UTC). Only digits and
+/// separators, so it is safe to splice into SQL.
+pub fn sql_literal(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn micros_round_trip_and_floor() {
+        let t = parse_rfc3339("2024-04-18T17:20:46.436008782Z").unwrap();
+        assert_eq!(micros(t), 1_713_460_846_436_008);
+        assert_eq!(from_micros(micros(t)), Ok(truncate_micros(t)));
+        assert_eq!(truncate_micros(t).timestamp_subsec_nanos(), 436_008_000);
+        // Before the epoch the floor goes toward the past.
+        let before = from_micros(-1).unwrap();
+        assert_eq!(micros(before), -1);
+        assert_eq!(micros(truncate_secs(before)), -1_000_000);
+        assert_eq!(
+            micros(truncate_secs(from_micros(1_700_000_000_999_999).unwrap())),
+            1_700_000_000_000_000
+        );
+    }
+
+    #[test]
+    fn out_of_range_micros_are_errors_not_panics() {
+        assert_eq!(from_micros(i64::MAX), Err(OutOfRange(i64::MAX)));
+        assert_eq!(from_micros(i64::MIN), Err(OutOfRange(i64::MIN)));
+        assert_eq!(from_micros_saturating(i64::MAX), DateTime::<Utc>::MAX_UTC);
+        assert_eq!(from_micros_saturating(i64::MIN), DateTime::<Utc>::MIN_UTC);
+        assert_eq!(from_micros_saturating(0), DateTime::<Utc>::UNIX_EPOCH);
+    }
+
+    #[test]
+    fn sql_literals_carry_microseconds_in_utc() {
+        let t = parse_rfc3339("2024-04-18T19:20:46.1234567+02:00").unwrap();
+        assert_eq!(sql_literal(t), "2024-04-18 17:20:46.123456+00");
+    }
 
     #[test]
     fn parses_go_accepted_forms() {

@@ -1,4 +1,4 @@
-//! CloudEvent `type` values (decoding.md §2.3). dq decodes only [`STATUS`] and [`EVENTS`].
+//! CloudEvent `type` values. dq decodes only [`STATUS`] and [`EVENTS`].
 
 /// Vehicle status payload; decoded into signals.
 pub const STATUS: &str = "dimo.status";

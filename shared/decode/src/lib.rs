@@ -1,5 +1,5 @@
 //! Decoding of connected-vehicle payloads into DIMO signals and events, bit-exact with
-//! model-garage v1.0.11, plus dq's post-processing of the result (decoding.md §5–10).
+//! model-garage v1.0.11, plus dq's post-processing of the result.
 //!
 //! Input is a [`dq_cloudevent::RawEvent`]; output is [`Signal`]s and [`Event`]s, or flat
 //! [`rows::SignalRow`]/[`rows::EventRow`]s ready for `lake.signals`/`lake.events`. Problems are

@@ -1,4 +1,4 @@
-//! What decoders produce: signals and events (decoding.md §3.1–3.2).
+//! What decoders produce: signals and events.
 //!
 //! Every module stamps the raw event's id as `cloudEventId` and dq takes subject, source and
 //! producer from the raw row, so those are not repeated per item; flattening (`rows`) adds them.

@@ -1,4 +1,4 @@
-//! The per-event and per-batch decode path dq's materializer runs (decoding.md §9):
+//! The per-event and per-batch decode path dq's materializer runs:
 //! Key() dedup → route by type → vehicle gate → module → salvage → post-processing → rows.
 
 use crate::error::DecodeError;

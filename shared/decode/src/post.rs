@@ -1,4 +1,4 @@
-//! dq's post-processing of decoded signals (decoding.md §9): the vehicle gate, future and
+//! dq's post-processing of decoded signals: the vehicle gate, future and
 //! duplicate pruning, the latitude/longitude/HDOP merge, the finite filter and µs truncation.
 //!
 //! Every step is a pure function of its input (and an injected `now`), so each rule is tested
@@ -17,7 +17,7 @@ pub const ALLOWABLE_TIME_SKEW: TimeDelta = TimeDelta::minutes(5);
 /// A lat/lon/HDOP triple spans at most this long from its first member.
 pub const COORDINATE_WINDOW: TimeDelta = TimeDelta::milliseconds(500);
 
-/// Which subjects' `dimo.status` rows are decoded (decoding.md §9.1).
+/// Which subjects' `dimo.status` rows are decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VehicleGate {
     /// `DIMO_REGISTRY_CHAIN_ID` (137 in production).
@@ -103,11 +103,7 @@ pub fn process_signals(signals: Vec<Signal>, now: DateTime<Utc>) -> Processed {
     }
 }
 
-/// Floors a timestamp to whole microseconds, as the µs lake columns store it.
-pub fn truncate_micros(t: DateTime<Utc>) -> DateTime<Utc> {
-    let sub_micro = i64::from(t.timestamp_subsec_nanos() % 1_000);
-    t - TimeDelta::nanoseconds(sub_micro)
-}
+pub use dq_cloudevent::time::truncate_micros;
 
 fn sort_by_time_then_name(signals: &mut [Signal]) {
     // Stable, so among equal (timestamp, name) the input order is kept.
@@ -122,7 +118,7 @@ fn sort_by_time_then_name(signals: &mut [Signal]) {
 /// of several signals with the same name and instant keeps the LAST in input order.
 ///
 /// Go sorts unstably here; for small batches its insertion sort keeps input order, which a
-/// stable sort reproduces deterministically (decoding.md §9.3).
+/// stable sort reproduces deterministically.
 pub fn prune_future_and_duplicates(
     mut signals: Vec<Signal>,
     now: DateTime<Utc>,
@@ -165,7 +161,7 @@ struct Triple {
 }
 
 /// Folds AutoPi/HashDog `currentLocationLatitude`, `currentLocationLongitude` and
-/// `dimoAftermarketHDOP` into `currentLocationCoordinates` (decoding.md §9.4).
+/// `dimoAftermarketHDOP` into `currentLocationCoordinates`.
 ///
 /// A triple closes when a signal arrives [`COORDINATE_WINDOW`] or more after its first member,
 /// when a slot it already holds arrives again, or at the end. On close, a valid lat/lon pair

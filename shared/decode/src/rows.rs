@@ -1,5 +1,4 @@
-//! Flat decoded rows in `lake.signals` / `lake.events` column order (dq-materializer.md
-//! §2.2–2.3; flattening rules decoding.md §3.3).
+//! Flat decoded rows in `lake.signals` / `lake.events` column order.
 
 use crate::model::{Event, Signal, SignalValue};
 use crate::post::truncate_micros;

@@ -6,7 +6,7 @@ use dq_cloudevent::json::{self, Value};
 use dq_cloudevent::RawEvent;
 
 /// Parses the event's JSON payload. dq hands modules the `data` column only; a `data_base64`
-/// row reaches them with an empty payload (decoding.md §2.5).
+/// row reaches them with an empty payload.
 pub(crate) fn payload<'a>(event: &'a RawEvent) -> Result<Value<'a>, DecodeError> {
     json::parse(event.data.as_deref().unwrap_or_default()).map_err(|e| DecodeError::InvalidJson {
         detail: e.to_string(),

@@ -1,17 +1,28 @@
-//! Wire ↔ native conversions of the FetchService contract (dq-query.md §4.1, §4.3):
+//! Wire ↔ native conversions of the FetchService contract:
 //! `SearchOptions` → `AdvancedSearchOptions` → [`Filter`], and headers, indexes and events to
 //! their protobuf messages (`pkg/grpc/common.go`).
 
-use crate::error::{FetchError, Result};
-use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding, MAX_OR_DEPTH};
-use crate::search::{Event, Index};
 use chrono::{DateTime, Utc};
 use dq_cloudevent::event::CloudEventHeader;
-use proto::cloudevent as pb;
-use proto::grpc::{
+use dq_proto::cloudevent as pb;
+use dq_proto::grpc::{
     AdvancedSearchOptions, ArrayFilterOption, CloudEventIndex, ObjectInfo, SearchOptions,
     StringFilterOption,
 };
+use dq_rawquery::error::{FetchError, ReadErrorCode, Result};
+use dq_rawquery::filter::{Filter, Order, StringFilter, TagFilter, Voiding, MAX_OR_DEPTH};
+use dq_rawquery::search::{Event, Index};
+
+/// The one gRPC mapping of a failed read's code; every RPC answers an error with it.
+pub fn grpc_code(code: ReadErrorCode) -> tonic::Code {
+    match code {
+        ReadErrorCode::NotFound => tonic::Code::NotFound,
+        ReadErrorCode::InvalidArgument => tonic::Code::InvalidArgument,
+        ReadErrorCode::ResourceExhausted => tonic::Code::ResourceExhausted,
+        ReadErrorCode::DeadlineExceeded => tonic::Code::DeadlineExceeded,
+        ReadErrorCode::Internal => tonic::Code::Internal,
+    }
+}
 
 /// `toAdvanced`: each set wrapper becomes `in: [value]`; bounds and order are copied.
 pub fn to_advanced(o: &SearchOptions) -> AdvancedSearchOptions {
@@ -117,7 +128,7 @@ pub fn filter_from_advanced(o: &AdvancedSearchOptions) -> Result<Filter> {
             .tags
             .as_ref()
             .map_or(Ok(TagFilter::default()), |t| tag_filter(t, 0))?,
-        // gRPC keeps dq's rule (dq-query.md §4.4.1).
+        // gRPC keeps dq's rule: every voided row is hidden, whatever its source.
         voiding: Voiding::HideTombstones,
     })
 }

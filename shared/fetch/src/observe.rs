@@ -20,11 +20,11 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use dq_metrics::emf::{COUNT, MILLISECONDS};
+use dq_metrics::query::Dimensions;
 use dq_metrics::request::Scope;
-use dq_metrics::xray::{Daemon, Subsegment, TraceHeader};
-use dq_metrics::{Emitter, Metric, RequestIds};
+use dq_metrics::xray::{Subsegment, TraceHeader};
+use dq_metrics::{Metric, RequestIds};
 use http_body_util::BodyExt as _;
-use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 use tracing::Instrument as _;
 
@@ -44,48 +44,16 @@ pub const METHODS: &[&str] = &[
 /// The service's path prefix.
 const SERVICE_PREFIX: &str = "/grpc.FetchService/";
 
+/// FetchService's dimensions ([`DIMENSIONS`]) for [`dq_metrics::query::Observe`].
+#[derive(Debug)]
+pub struct Calls;
+
+impl Dimensions for Calls {
+    const PER_REQUEST: &'static [&'static str] = DIMENSIONS;
+}
+
 /// What the middleware writes to; built once per process.
-#[derive(Debug, Clone, Default)]
-pub struct Observe {
-    metrics: Option<Emitter>,
-    xray: Option<Arc<Daemon>>,
-}
-
-impl Observe {
-    /// `QUERY_EMF` (metrics, default off) and `AWS_XRAY_DAEMON_ADDRESS` (subsegments) from the
-    /// environment.
-    ///
-    /// # Errors
-    /// `QUERY_EMF` is not a boolean.
-    pub fn from_env() -> Result<Observe, String> {
-        Ok(Observe {
-            metrics: Observe::metrics_from_lookup(|k| std::env::var(k).ok())?,
-            xray: Daemon::from_env().map(Arc::new),
-        })
-    }
-
-    /// The emitter of FetchService's lines when `QUERY_EMF` (read through `lookup`) is on.
-    ///
-    /// # Errors
-    /// `QUERY_EMF` is not a boolean.
-    pub fn metrics_from_lookup(
-        lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<Emitter>, String> {
-        dq_metrics::query::from_lookup(DIMENSIONS, lookup)
-    }
-
-    /// Writes metrics with `metrics` (`None`: no metrics).
-    pub fn with_metrics(mut self, metrics: Option<Emitter>) -> Observe {
-        self.metrics = metrics;
-        self
-    }
-
-    /// Sends subsegments to `daemon`.
-    pub fn with_xray(mut self, daemon: Option<Daemon>) -> Observe {
-        self.xray = daemon.map(Arc::new);
-        self
-    }
-}
+pub type Observe = dq_metrics::query::Observe<Calls>;
 
 /// The RPC name of a request path.
 fn method(path: &str) -> &'static str {
@@ -193,32 +161,25 @@ impl Drop for Call {
         // The call's access line, inside its span (request id, trace id, vehicle).
         self.span
             .in_scope(|| tracing::info!(code, latency_ms, "FetchService call"));
-        if let Some(metrics) = &self.observe.metrics {
-            metrics.emit(
-                &[("Method", self.method), ("Code", code)],
-                &[
-                    Metric::new("requests", 1.0, COUNT),
-                    Metric::new("latency_ms", latency_ms, MILLISECONDS),
-                ],
-            );
-        }
-        if let (Some(daemon), Some(trace)) = (&self.observe.xray, &self.trace) {
-            daemon.send(
-                trace,
-                &Subsegment {
-                    name: "dq-fetch".into(),
-                    start: self.wall,
-                    end: SystemTime::now(),
-                    status: self.http_status,
-                    annotations: vec![
-                        ("vehicle", self.scope.vehicle().unwrap_or_default()),
-                        ("request_id", std::mem::take(&mut self.request_id)),
-                        ("method", self.method.to_string()),
-                        ("code", code.to_string()),
-                    ],
-                },
-            );
-        }
+        self.observe.emit(
+            &[("Method", self.method), ("Code", code)],
+            &[
+                Metric::new("requests", 1.0, COUNT),
+                Metric::new("latency_ms", latency_ms, MILLISECONDS),
+            ],
+        );
+        self.observe.trace(self.trace.as_ref(), || Subsegment {
+            name: "dq-fetch".into(),
+            start: self.wall,
+            end: SystemTime::now(),
+            status: self.http_status,
+            annotations: vec![
+                ("vehicle", self.scope.vehicle().unwrap_or_default()),
+                ("request_id", std::mem::take(&mut self.request_id)),
+                ("method", self.method.to_string()),
+                ("code", code.to_string()),
+            ],
+        });
     }
 }
 

@@ -2,15 +2,15 @@
 //! used as is by the local listener and by the Lambda adapter; and the service assembled from
 //! the environment (lake, blob store, auth, identity-api, limits).
 
-use crate::db::Db;
-use crate::payload::Payloads;
 use crate::service::FetchApi;
-use auth::{AuthSettings, GrpcAuthenticator};
-use proto::grpc::fetch_service_server::FetchServiceServer;
+use dq_auth::{AuthSettings, GrpcAuthenticator};
+use dq_proto::grpc::fetch_service_server::FetchServiceServer;
+use dq_rawquery::db::Db;
+use dq_rawquery::payload::Payloads;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-/// Largest gRPC message sent or received (§4.2).
+/// Largest gRPC message sent or received.
 pub const MAX_MESSAGE_BYTES: usize = 50 << 20;
 /// Local listener port.
 pub const PORT_GRPC: &str = "PORT_GRPC";
@@ -18,7 +18,7 @@ pub const PORT_GRPC: &str = "PORT_GRPC";
 pub const HOST_GRPC: &str = "HOST_GRPC";
 /// Port when `PORT_GRPC` is unset (Go dq's `GRPC_PORT` default).
 pub const DEFAULT_PORT_GRPC: u16 = 8086;
-/// Calls in flight at once; 0 or unset = unlimited (§6.2).
+/// Calls in flight at once; 0 or unset = unlimited.
 pub const MAX_CONCURRENT_REQUESTS: &str = "MAX_CONCURRENT_REQUESTS";
 /// The server's maximum call deadline, a Go duration (default `30s`): the deadline of calls
 /// without `grpc-timeout`, and the cap of the ones a client asks for.
@@ -74,13 +74,13 @@ pub enum StartError {
     },
     /// The auth settings are invalid.
     #[error(transparent)]
-    Auth(#[from] auth::ConfigError),
+    Auth(#[from] dq_auth::ConfigError),
     /// The lake could not be opened.
     #[error(transparent)]
-    Lake(#[from] lake::Error),
+    Lake(#[from] dq_lake::Error),
     /// The blob store could not be configured.
     #[error(transparent)]
-    Blob(#[from] blob::BlobError),
+    Blob(#[from] dq_blob::BlobError),
     /// The HTTP client could not be built.
     #[error("http client: {0}")]
     Http(String),
@@ -109,10 +109,7 @@ pub fn listen_addr() -> Result<SocketAddr, StartError> {
 }
 
 fn env(key: &str) -> Option<String> {
-    std::env::var(key)
-        .ok()
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
+    dq_config::Settings::new(dq_config::env_lookup).get(key)
 }
 
 /// Assembles the service from the environment: `DUCKLAKE_*`/`DUCKDB_*` (lake), `BLOB_*` and
@@ -140,34 +137,32 @@ pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, Star
     };
     let max_deadline = match env(FETCH_MAX_DEADLINE) {
         None => crate::service::DEFAULT_DEADLINE,
-        Some(v) => dq_cloudevent::duration::parse_go_duration_us(&v)
+        Some(v) => dq_config::parse_go_duration(&v)
             .ok()
-            .and_then(|us| u64::try_from(us).ok())
-            .filter(|us| *us > 0)
-            .map(std::time::Duration::from_micros)
+            .filter(|d| !d.is_zero())
             .ok_or_else(|| StartError::Setting {
                 key: FETCH_MAX_DEADLINE,
                 reason: format!("{v:?} is not a positive Go duration (e.g. `30s`)"),
             })?,
     };
-    let blob_cfg = blob::BlobConfig::from_env_with_secrets().await?;
+    let blob_cfg = dq_blob::BlobConfig::from_env_with_secrets().await?;
     let store = if blob_cfg.bucket.is_empty() {
         None
     } else {
-        Some(Arc::new(blob::BlobStore::open(&blob_cfg).await?))
+        Some(Arc::new(dq_blob::BlobStore::open(&blob_cfg).await?))
     };
-    let lake_cfg = lake::LakeConfig::from_env_with_secrets().await?;
-    let lake = tokio::task::spawn_blocking(move || lake::Lake::open(lake_cfg))
+    let lake_cfg = dq_lake::LakeConfig::from_env_with_secrets().await?;
+    let lake = tokio::task::spawn_blocking(move || dq_lake::Lake::open(lake_cfg))
         .await
         .map_err(|e| StartError::Setting {
             key: "DUCKLAKE_CATALOG_DSN",
             reason: format!("opening the lake failed: {e}"),
         })??;
     let http = reqwest::Client::builder()
-        .timeout(auth::remote::UPSTREAM_TIMEOUT)
+        .timeout(dq_auth::remote::UPSTREAM_TIMEOUT)
         .build()
         .map_err(|e| StartError::Http(e.to_string()))?;
-    let validator = auth::remote::validator(&settings, &http);
+    let validator = dq_auth::remote::validator(&settings, &http);
     let authenticator = GrpcAuthenticator::from_settings(validator, &settings);
     let mut api = FetchApi::new(Arc::new(Db::new(lake)), Payloads::new(store), authenticator)
         .with_concurrency_limit(max_concurrent)
@@ -179,7 +174,7 @@ pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, Star
             }
         })?);
     if let Some(url) = settings.identity_api_url.clone() {
-        api = api.with_device_links(Arc::new(auth::remote::IdentityApi::new(http, url)));
+        api = api.with_device_links(Arc::new(dq_auth::remote::IdentityApi::new(http, url)));
     }
     Ok(api)
 }

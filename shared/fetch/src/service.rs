@@ -1,26 +1,27 @@
-//! `grpc.FetchService` (dq-query.md §4.2, §4.3, §5.5): per call, the in-flight limit, the
+//! `grpc.FetchService`: per call, the in-flight limit, the
 //! deadline (the client's `grpc-timeout` up to the server's maximum, 30 s by default),
 //! authentication, then per-RPC subject authorization before any query.
 
 use crate::convert::{
-    effective_options, event_to_proto, filter_from_advanced, index_from_proto, index_to_proto,
+    effective_options, event_to_proto, filter_from_advanced, grpc_code, index_from_proto,
+    index_to_proto,
 };
-use crate::db::Db;
-use crate::error::{FetchError, MAX_INDEXES};
-use crate::filter::{clamp_limit, Filter};
-use crate::payload::{valid_index_key, Payloads};
-use crate::search::Index;
-use auth::{
+use dq_auth::{
     authorize_index_subjects, authorize_subject_filter, AuthError, DeviceLinks, GrpcAuthenticator,
     GrpcCredentials, Principal, SubjectScope, Surface, VerifiedIamCaller,
 };
-use proto::grpc::fetch_service_server::FetchService;
-use proto::grpc::{
+use dq_proto::grpc::fetch_service_server::FetchService;
+use dq_proto::grpc::{
     AdvancedSearchOptions, GetLatestCloudEventRequest, GetLatestCloudEventResponse,
     GetLatestIndexRequest, GetLatestIndexResponse, ListCloudEventsFromKeysRequest,
     ListCloudEventsFromKeysResponse, ListCloudEventsRequest, ListCloudEventsResponse,
-    ListIndexesRequest, ListIndexesResponse, StringFilterOption,
+    ListIndexesRequest, ListIndexesResponse, SearchOptions, StringFilterOption,
 };
+use dq_rawquery::db::Db;
+use dq_rawquery::error::{FetchError, ReadErrorCode, MAX_INDEXES};
+use dq_rawquery::filter::{clamp_limit, Filter};
+use dq_rawquery::payload::{valid_index_key, Payloads};
+use dq_rawquery::search::{Event, Index};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,9 +77,8 @@ impl Call {
         tokio::time::timeout_at(self.deadline, work)
             .await
             .unwrap_or_else(|_| {
-                Err(Status::deadline_exceeded(
-                    FetchError::Deadline(self.budget).to_string(),
-                ))
+                let e = FetchError::Deadline(self.budget);
+                Err(Status::new(grpc_code(e.code()), e.client_message()))
             })
     }
 }
@@ -128,7 +128,7 @@ impl FetchApi {
         &self.observe
     }
 
-    /// Admission, deadline and authentication of one call (§4.2 order).
+    /// Admission, deadline and authentication of one call, in that order.
     async fn start<T>(
         &self,
         request: Request<T>,
@@ -187,14 +187,17 @@ impl FetchApi {
         Ok((call, request.into_inner()))
     }
 
-    /// §5.5: authorizes the search's subjects and, for a token, REPLACES the subject filter by
+    /// Authorizes the search's subjects and, for a token, REPLACES the subject filter by
     /// exactly the authorized DIDs (client `not_in`/`or` on subject dropped); then builds the
-    /// filter.
+    /// filter, answering a refusal in the RPC's `texts`.
     async fn scoped_filter(
         &self,
         call: &Call,
-        mut options: AdvancedSearchOptions,
-    ) -> Result<Result<Filter, FetchError>, Status> {
+        options: Option<&SearchOptions>,
+        advanced: Option<&AdvancedSearchOptions>,
+        texts: &Texts,
+    ) -> Result<Filter, Status> {
+        let mut options = effective_options(options, advanced);
         let requested = options
             .subject
             .as_ref()
@@ -213,15 +216,40 @@ impl FetchApi {
                 ..Default::default()
             });
         }
-        Ok(filter_from_advanced(&options))
+        filter_from_advanced(&options).map_err(|e| status(e, texts))
     }
 
-    async fn search(&self, filter: Filter, limit: usize) -> Result<Vec<Index>, FetchError> {
-        self.db.read(move |r| r.search(&filter, limit)).await
+    /// Up to `limit` (clamped) matches; an empty result is NOT_FOUND.
+    async fn search(
+        &self,
+        filter: Filter,
+        limit: i64,
+        texts: &Texts,
+    ) -> Result<Vec<Index>, Status> {
+        let limit = clamp_limit(limit);
+        let indexes = self
+            .db
+            .read(move |r| r.search(&filter, limit))
+            .await
+            .map_err(|e| status(e, texts))?;
+        if indexes.is_empty() {
+            return Err(status(FetchError::NotFound, texts));
+        }
+        Ok(indexes)
     }
 
-    async fn latest(&self, filter: Filter) -> Result<Index, FetchError> {
-        self.db.read(move |r| r.latest(&filter)).await
+    async fn resolve(&self, indexes: &[Index], texts: &Texts) -> Result<Vec<Event>, Status> {
+        self.payloads
+            .resolve(&self.db, indexes)
+            .await
+            .map_err(|e| status(e, texts))
+    }
+
+    async fn latest(&self, filter: Filter, texts: &Texts) -> Result<Index, Status> {
+        self.db
+            .read(move |r| r.latest(&filter))
+            .await
+            .map_err(|e| status(e, texts))
     }
 }
 
@@ -232,24 +260,51 @@ fn auth_status(e: &AuthError) -> Status {
     )
 }
 
-/// Maps a search failure to the RPC's status (§4.3): NOT_FOUND with `not_found` for an empty
-/// result, INVALID_ARGUMENT for options the service does not serve, INTERNAL with the
-/// `context` otherwise.
-fn status(e: FetchError, not_found: impl FnOnce(&FetchError) -> String, context: &str) -> Status {
-    match e {
-        FetchError::NotFound => Status::not_found(not_found(&e)),
-        FetchError::InvalidFilter(_) => Status::invalid_argument(e.to_string()),
-        _ => internal(context, &e),
-    }
+/// How one RPC words a failed read: the text of NOT_FOUND (a search miss) and the prefix of
+/// INTERNAL. Every other code answers with the error's own client text.
+struct Texts {
+    not_found: fn(&FetchError) -> String,
+    internal: &'static str,
 }
 
-/// INTERNAL `<context>: <the client's text>`; the detail of an internal failure (catalog host,
-/// bucket, key, S3's answer) goes to the log, already redacted, never to the client.
-fn internal(context: &str, e: &FetchError) -> Status {
-    if e.is_internal() {
-        tracing::error!(context, error = %e, "FetchService call failed");
-    }
-    Status::internal(format!("{context}: {}", e.client_message()))
+const LATEST_INDEX: Texts = Texts {
+    not_found: |e| format!("no index key Found: {e}"),
+    internal: "failed to get latest index",
+};
+const LIST_INDEXES: Texts = Texts {
+    not_found: |_| "no index keys found".into(),
+    internal: "failed to list indexes",
+};
+const LATEST_EVENT: Texts = Texts {
+    not_found: |e| format!("no cloud event found: {e}"),
+    internal: "failed to get latest cloud event",
+};
+/// GetLatestCloudEvent past its search: resolving the found index's payload.
+const LATEST_OBJECT: Texts = Texts {
+    internal: "failed to get latest object",
+    ..LATEST_EVENT
+};
+const OBJECTS: Texts = Texts {
+    not_found: |_| "no cloud events found".into(),
+    internal: "failed to get objects",
+};
+
+/// A failed read as every RPC answers it: [`grpc_code`] of [`FetchError::code`], with the RPC's
+/// `texts` for NOT_FOUND and INTERNAL. The detail of an internal failure (catalog host, bucket,
+/// key, S3's answer) goes to the log, already redacted, never to the client.
+fn status(e: FetchError, texts: &Texts) -> Status {
+    let code = e.code();
+    let message = match code {
+        ReadErrorCode::NotFound => (texts.not_found)(&e),
+        ReadErrorCode::Internal => {
+            if e.is_internal() {
+                tracing::error!(context = texts.internal, error = %e, "FetchService call failed");
+            }
+            format!("{}: {}", texts.internal, e.client_message())
+        }
+        _ => e.client_message(),
+    };
+    Status::new(grpc_code(code), message)
 }
 
 /// Parses a `grpc-timeout` header: up to 8 digits and a unit (H, M, S, m, u, n).
@@ -281,16 +336,10 @@ impl FetchService for FetchApi {
     ) -> Result<Response<GetLatestIndexResponse>, Status> {
         let (call, req) = self.start(request, "GetLatestIndex").await?;
         call.within(async {
-            let options = effective_options(req.options.as_ref(), req.advanced_options.as_ref());
-            let fail = |e| {
-                status(
-                    e,
-                    |e| format!("no index key Found: {e}"),
-                    "failed to get latest index",
-                )
-            };
-            let filter = self.scoped_filter(&call, options).await?.map_err(fail)?;
-            let index = self.latest(filter).await.map_err(fail)?;
+            let texts = &LATEST_INDEX;
+            let (options, advanced) = (req.options.as_ref(), req.advanced_options.as_ref());
+            let filter = self.scoped_filter(&call, options, advanced, texts).await?;
+            let index = self.latest(filter, texts).await?;
             Ok(Response::new(GetLatestIndexResponse {
                 index: Some(index_to_proto(&index)),
             }))
@@ -304,22 +353,10 @@ impl FetchService for FetchApi {
     ) -> Result<Response<ListIndexesResponse>, Status> {
         let (call, req) = self.start(request, "ListIndexes").await?;
         call.within(async {
-            let options = effective_options(req.options.as_ref(), req.advanced_options.as_ref());
-            let fail = |e| {
-                status(
-                    e,
-                    |_| "no index keys found".into(),
-                    "failed to list indexes",
-                )
-            };
-            let filter = self.scoped_filter(&call, options).await?.map_err(fail)?;
-            let indexes = self
-                .search(filter, clamp_limit(req.limit.into()))
-                .await
-                .map_err(fail)?;
-            if indexes.is_empty() {
-                return Err(fail(FetchError::NotFound));
-            }
+            let texts = &LIST_INDEXES;
+            let (options, advanced) = (req.options.as_ref(), req.advanced_options.as_ref());
+            let filter = self.scoped_filter(&call, options, advanced, texts).await?;
+            let indexes = self.search(filter, req.limit.into(), texts).await?;
             Ok(Response::new(ListIndexesResponse {
                 indexes: indexes.iter().map(index_to_proto).collect(),
             }))
@@ -333,23 +370,16 @@ impl FetchService for FetchApi {
     ) -> Result<Response<GetLatestCloudEventResponse>, Status> {
         let (call, req) = self.start(request, "GetLatestCloudEvent").await?;
         call.within(async {
-            let options = effective_options(req.options.as_ref(), req.advanced_options.as_ref());
-            let fail = |e| {
-                status(
-                    e,
-                    |e| format!("no cloud event found: {e}"),
-                    "failed to get latest cloud event",
-                )
-            };
-            let filter = self.scoped_filter(&call, options).await?.map_err(fail)?;
-            let index = self.latest(filter).await.map_err(fail)?;
+            let texts = &LATEST_EVENT;
+            let (options, advanced) = (req.options.as_ref(), req.advanced_options.as_ref());
+            let filter = self.scoped_filter(&call, options, advanced, texts).await?;
+            let index = self.latest(filter, texts).await?;
             // Any failure past the search, a vanished row included, is the payload's.
             let event = self
-                .payloads
-                .resolve(&self.db, std::slice::from_ref(&index))
-                .await
-                .and_then(|mut events| events.pop().ok_or(FetchError::NotFound))
-                .map_err(|e| internal("failed to get latest object", &e))?;
+                .resolve(std::slice::from_ref(&index), &LATEST_OBJECT)
+                .await?
+                .pop()
+                .ok_or_else(|| status(FetchError::MissingRow, &LATEST_OBJECT))?;
             Ok(Response::new(GetLatestCloudEventResponse {
                 cloud_event: Some(event_to_proto(event)),
             }))
@@ -363,32 +393,11 @@ impl FetchService for FetchApi {
     ) -> Result<Response<ListCloudEventsResponse>, Status> {
         let (call, req) = self.start(request, "ListCloudEvents").await?;
         call.within(async {
-            let options = effective_options(req.options.as_ref(), req.advanced_options.as_ref());
-            let fail = |e| match e {
-                FetchError::BudgetExceeded => Status::resource_exhausted(e.to_string()),
-                e => status(
-                    e,
-                    |_| "no cloud events found".into(),
-                    "failed to get objects",
-                ),
-            };
-            let filter = self.scoped_filter(&call, options).await?.map_err(fail)?;
-            let indexes = self
-                .search(filter, clamp_limit(req.limit.into()))
-                .await
-                .map_err(fail)?;
-            if indexes.is_empty() {
-                return Err(fail(FetchError::NotFound));
-            }
-            let events = self
-                .payloads
-                .resolve(&self.db, &indexes)
-                .await
-                .map_err(|e| match e {
-                    // A row voided between search and resolution is not "no match".
-                    FetchError::NotFound => internal("failed to get objects", &e),
-                    e => fail(e),
-                })?;
+            let texts = &OBJECTS;
+            let (options, advanced) = (req.options.as_ref(), req.advanced_options.as_ref());
+            let filter = self.scoped_filter(&call, options, advanced, texts).await?;
+            let indexes = self.search(filter, req.limit.into(), texts).await?;
+            let events = self.resolve(&indexes, texts).await?;
             Ok(Response::new(ListCloudEventsResponse {
                 cloud_events: events.into_iter().map(event_to_proto).collect(),
             }))
@@ -402,18 +411,13 @@ impl FetchService for FetchApi {
     ) -> Result<Response<ListCloudEventsFromKeysResponse>, Status> {
         let (call, req) = self.start(request, "ListCloudEventsFromIndex").await?;
         call.within(async {
-            let fail = |e: FetchError| match e {
-                FetchError::TooManyIndexes(_) | FetchError::InvalidIndexKey => {
-                    Status::invalid_argument(e.to_string())
-                }
-                e => internal("failed to get objects", &e),
-            };
+            let texts = &OBJECTS;
             if req.indexes.len() > MAX_INDEXES {
-                return Err(fail(FetchError::TooManyIndexes(req.indexes.len())));
+                return Err(status(FetchError::TooManyIndexes(req.indexes.len()), texts));
             }
             let mut indexes: Vec<Index> = req.indexes.iter().map(index_from_proto).collect();
             if indexes.iter().any(|i| !valid_index_key(&i.key)) {
-                return Err(fail(FetchError::InvalidIndexKey));
+                return Err(status(FetchError::InvalidIndexKey, texts));
             }
             let subjects: Vec<&str> = indexes.iter().map(|i| i.header.subject.as_str()).collect();
             let authorized =
@@ -424,11 +428,7 @@ impl FetchService for FetchApi {
             for (index, a) in indexes.iter_mut().zip(authorized) {
                 index.header.subject = a.search;
             }
-            let events = self
-                .payloads
-                .resolve(&self.db, &indexes)
-                .await
-                .map_err(fail)?;
+            let events = self.resolve(&indexes, texts).await?;
             Ok(Response::new(ListCloudEventsFromKeysResponse {
                 cloud_events: events.into_iter().map(event_to_proto).collect(),
             }))
@@ -440,6 +440,60 @@ impl FetchService for FetchApi {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One code per error whichever RPC answers it: a search miss is NOT_FOUND, a stale index
+    /// (no row to resolve) INTERNAL, the payload budget RESOURCE_EXHAUSTED, in every RPC.
+    #[test]
+    fn every_rpc_answers_an_error_with_its_one_code() {
+        let errors = || {
+            [
+                (FetchError::NotFound, Code::NotFound),
+                (FetchError::MissingRow, Code::Internal),
+                (FetchError::BudgetExceeded, Code::ResourceExhausted),
+                (FetchError::InvalidFilter("x".into()), Code::InvalidArgument),
+                (FetchError::TooManyIndexes(1001), Code::InvalidArgument),
+                (FetchError::InvalidIndexKey, Code::InvalidArgument),
+                (
+                    FetchError::Deadline(Duration::from_secs(1)),
+                    Code::DeadlineExceeded,
+                ),
+                (FetchError::Internal("panic".into()), Code::Internal),
+            ]
+        };
+        for texts in [
+            &LATEST_INDEX,
+            &LIST_INDEXES,
+            &LATEST_EVENT,
+            &LATEST_OBJECT,
+            &OBJECTS,
+        ] {
+            for (e, code) in errors() {
+                assert_eq!(status(e, texts).code(), code, "{}", texts.internal);
+            }
+        }
+        let message = |e, texts| status(e, texts).message().to_string();
+        let no_rows = "cloud event not found: sql: no rows in result set";
+        assert_eq!(
+            message(FetchError::NotFound, &LATEST_EVENT),
+            format!("no cloud event found: {no_rows}")
+        );
+        assert_eq!(
+            message(FetchError::MissingRow, &LATEST_OBJECT),
+            format!("failed to get latest object: {no_rows}")
+        );
+        assert_eq!(
+            message(FetchError::MissingRow, &OBJECTS),
+            format!("failed to get objects: {no_rows}")
+        );
+        assert_eq!(
+            message(FetchError::BudgetExceeded, &LATEST_OBJECT),
+            FetchError::BudgetExceeded.to_string()
+        );
+        assert_eq!(
+            message(FetchError::Internal("panic".into()), &LIST_INDEXES),
+            "failed to list indexes: internal error"
+        );
+    }
 
     #[test]
     fn grpc_timeouts_parse() {

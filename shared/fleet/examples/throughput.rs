@@ -1,6 +1,6 @@
 //! Measures generation speed: `cargo run --release -p dq-fleet --example throughput [vehicles] [days]`.
 
-use fleet::{Fleet, FleetConfig, Vendor};
+use dq_fleet::{Fleet, FleetConfig, Vendor};
 use std::time::{Duration, Instant};
 
 fn main() -> anyhow::Result<()> {

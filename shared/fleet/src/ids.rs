@@ -17,13 +17,18 @@ pub(crate) fn push_ksuid(out: &mut String, time_ms: i64, rng: &mut ChaCha8Rng) {
     let secs = (time_ms.div_euclid(1000) - KSUID_EPOCH_S).clamp(0, i64::from(u32::MAX)) as u32;
     let payload: u128 = rng.gen();
     // 160-bit big-endian number as five u32 limbs, most significant first.
-    let mut limbs = [
+    let limbs = [
         secs,
         (payload >> 96) as u32,
         (payload >> 64) as u32,
         (payload >> 32) as u32,
         payload as u32,
     ];
+    out.extend(base62(limbs).iter().map(|&b| char::from(b)));
+}
+
+/// A 160-bit big-endian number (five u32 limbs, most significant first) in KSUID's base62.
+fn base62(mut limbs: [u32; 5]) -> [u8; KSUID_LEN] {
     let mut digits = [b'0'; KSUID_LEN];
     for slot in digits.iter_mut().rev() {
         let mut rem: u64 = 0;
@@ -34,7 +39,7 @@ pub(crate) fn push_ksuid(out: &mut String, time_ms: i64, rng: &mut ChaCha8Rng) {
         }
         *slot = BASE62[rem as usize];
     }
-    out.extend(digits.iter().map(|&b| char::from(b)));
+    digits
 }
 
 /// A fresh KSUID string.
@@ -164,17 +169,7 @@ mod tests {
     #[test]
     fn known_ksuid_encoding() {
         // The max KSUID (all 0xff bytes) is "aWgEPTl1tmebfsQzFP4bxwgy80V" in segmentio/ksuid.
-        let mut limbs = [u32::MAX; 5];
-        let mut digits = [b'0'; KSUID_LEN];
-        for slot in digits.iter_mut().rev() {
-            let mut rem: u64 = 0;
-            for limb in limbs.iter_mut() {
-                let acc = (rem << 32) | u64::from(*limb);
-                *limb = (acc / 62) as u32;
-                rem = acc % 62;
-            }
-            *slot = BASE62[rem as usize];
-        }
+        let digits = base62([u32::MAX; 5]);
         assert_eq!(
             std::str::from_utf8(&digits).unwrap(),
             "aWgEPTl1tmebfsQzFP4bxwgy80V"

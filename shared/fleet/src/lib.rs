@@ -52,9 +52,9 @@
 //! ignition on and one at ignition off; parked, a heartbeat every 30–60 min; while charging, one
 //! every 15 min (AC) or 3 min (DC) plus one when charging ends; after a refuel, one payload.
 //! Ruptela devices also log a GPS fix every 5 s and send them as `r/v0/loc` batches about every
-//! minute. Each payload fans out into the rows din would store (decoding.md §6): the vehicle
+//! minute. Each payload fans out into the rows din would store: the vehicle
 //! status, plus fingerprint, events and device-level copies where the vendor's ingest module
-//! makes them. Headers are din-canonical (din-raw.md §4.6): EIP-55 `source` (the vendor's
+//! makes them. Headers are din-canonical: EIP-55 `source` (the vendor's
 //! connection address), `did:erc721` subject (vehicle NFT) and producer (aftermarket or synthetic
 //! device NFT), KSUID ids, `application/json`, the vendor's `dataversion`, times in whole
 //! milliseconds. Ids follow each ingest module: default and Tesla copies share one KSUID, Ruptela
@@ -70,7 +70,7 @@
 //! | Tesla Fleet API | status + fingerprint | `fleet_api/v1.0.0` | synthetic |
 //! | Tesla Fleet Telemetry | status + fingerprint | `fleet_telemetry/v1.0.0` | synthetic |
 //!
-//! Tesla Fleet Telemetry protobuf travels the way the decoder reads it (decoding.md §7.4.2): inline
+//! Tesla Fleet Telemetry protobuf travels the way the decoder reads it: inline
 //! JSON `data` of the form `{"payloads":["<base64 Payload>"]}`, not `data_base64`; dq does not
 //! base64-decode `data_base64` status payloads before decoding.
 //!
@@ -91,10 +91,10 @@ mod drive;
 mod encode;
 mod ids;
 mod jsonw;
+mod life;
 pub mod plan;
 mod rng;
 mod schedule;
-mod sim;
 mod stream;
 mod vehicle;
 pub mod vendor;
@@ -160,7 +160,7 @@ impl Fleet {
     pub fn vehicle_plan(&self, index: u32) -> Option<VehiclePlan> {
         let i = usize::try_from(index).ok()?;
         let (info, traits) = (self.vehicles.get(i)?, self.traits.get(i)?);
-        sim::VehicleSim::new(&self.validated, info, traits, true).into_plan()
+        life::VehicleSim::new(&self.validated, info, traits, true).into_plan()
     }
 
     /// Streams the whole fleet as consecutive windows of length `chunk` (at least 1 ms). Each
@@ -178,7 +178,7 @@ impl Fleet {
         let days = f64::from(v.config.days);
         let mut total = 0.0;
         for (info, traits) in self.vehicles.iter().zip(&self.traits) {
-            let st = sim::schedule_stats(v, info, traits);
+            let st = life::schedule_stats(v, info, traits);
             let trips = st.trips as f64;
             let driving = st.driving_payloads as f64;
             let heartbeats = st.parked_hours / 0.75;

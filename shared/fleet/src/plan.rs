@@ -79,7 +79,7 @@ pub struct DtcEpisode {
     pub end: Option<DateTime<Utc>>,
 }
 
-/// Kinds of discrete vehicle events (default event names, decoding.md §4.4).
+/// Kinds of discrete vehicle events (default event names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum VehicleEventKind {
     /// `behavior.harshBraking`.

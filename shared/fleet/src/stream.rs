@@ -2,7 +2,7 @@
 //! time falls in one window, sorted by time, so a month of a large fleet never sits in memory.
 
 use crate::encode::{EmitSink, Emitter};
-use crate::sim::VehicleSim;
+use crate::life::VehicleSim;
 use crate::Fleet;
 use dq_cloudevent::RawEvent;
 

@@ -1,9 +1,9 @@
 //! The connections (vendor integrations) a synthetic vehicle can report through, with the
-//! constants that route their events to a decoder module (decoding.md §5.1, §6).
+//! constants that route their events to a decoder module.
 
 use serde::Serialize;
 
-/// AutoPi connection address (decoding.md §5.1).
+/// AutoPi connection address.
 pub const AUTOPI_SOURCE: &str = "0x5e31bBc786D7bEd95216383787deA1ab0f1c1897";
 /// Ruptela connection address.
 pub const RUPTELA_SOURCE: &str = "0xF26421509Efe92861a587482100c6d728aBf1CD0";
@@ -17,7 +17,7 @@ pub const TESLA_SOURCE: &str = "0xc4035Fecb1cc906130423EF05f9C20977F643722";
 /// registered module key routes to the default module; this one is fleet-made.
 pub const DEFAULT_ORACLE_SOURCE: &str = "0x0Ac7C7A6d1E85f5e9B2B63C9D2E7D8f0c1b2A395";
 
-/// Production chain id (decoding.md §2.4).
+/// Production chain id (Polygon).
 pub const PROD_CHAIN_ID: u64 = 137;
 /// Production vehicle NFT contract.
 pub const PROD_VEHICLE_CONTRACT: &str = "0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF";

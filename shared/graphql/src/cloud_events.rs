@@ -1,26 +1,27 @@
-//! The cloud-event queries of the dq and fetch dialects (dq-query.md §4.7, dialects.md §3):
-//! `cloudEvents`, `latestCloudEvent`, `availableCloudEventTypes`, and fetch's `indexes` /
-//! `latestIndex`, over din's `raw_events` through the shared search of the `fetch` crate
-//! (voiding, dedup, the 400-day floor and payload resolution live there) and the §5.3 rule of
-//! the `auth` crate (raw-data permission, own subject or a device paired to it via
-//! identity-api). The dialects differ in the subject argument (`subject` / `did`), tombstone
-//! policy (`includeDeleted`) and the null policy of the latest lookups.
+//! The cloud-event queries of the dq and fetch dialects: `cloudEvents`, `latestCloudEvent`,
+//! `availableCloudEventTypes`, and fetch's `indexes` / `latestIndex`, over din's `raw_events`
+//! through the shared search of the `rawquery` crate (voiding, dedup, the 400-day floor and
+//! payload resolution live there) and the cloud-event rule of the `auth` crate (raw-data
+//! permission, own subject or a device paired to it via identity-api). The dialects differ in
+//! the subject argument, tombstone policy and the null policy of the latest lookups: methods of
+//! [`Dialect`].
 
+use crate::args::optional_time;
+use crate::context::caller;
 use crate::dialect::Dialect;
-use crate::resolvers::caller;
-use crate::scalars::{parse_time_us, time_value};
+use crate::scalars::time_value;
 use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
 use async_graphql::{Error, Name, Number, Result, Value};
-use auth::DeviceLinks;
 use chrono::{DateTime, Utc};
-use fetch::{Db, FetchError, Filter, Index, Payloads, StringFilter, Voiding};
+use dq_auth::DeviceLinks;
+use dq_rawquery::{Db, FetchError, Filter, Index, Payloads, StringFilter, Voiding};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Default and maximum `cloudEvents(limit:)`.
 const DEFAULT_LIMIT: i64 = 10;
 const MAX_LIMIT: i64 = 1000;
-/// Lifetime of a presigned `dataUrl` (§4.5).
+/// Lifetime of a presigned `dataUrl`.
 const PRESIGN_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// What the cloud-event resolvers need, as request data.
@@ -30,7 +31,7 @@ pub struct CloudEvents {
     /// Payload resolution (blob store, budget).
     pub payloads: Payloads,
     /// The blob store, for presigned `dataUrl`s (`None`: no `BLOB_BUCKET`).
-    pub store: Option<Arc<blob::BlobStore>>,
+    pub store: Option<Arc<dq_blob::BlobStore>>,
     /// The device → vehicle lookup; `None` denies every cross-subject read.
     pub links: Option<Arc<dyn DeviceLinks>>,
 }
@@ -43,51 +44,26 @@ pub(crate) fn backend<'a>(ctx: &ResolverContext<'a>) -> Result<&'a CloudEvents> 
 }
 
 fn time_opt(v: &ObjectAccessor<'_>, key: &str) -> Result<Option<DateTime<Utc>>> {
-    match v.get(key).filter(|x| !x.is_null()) {
-        None => Ok(None),
-        Some(t) => {
-            let s = t.string()?;
-            let us = parse_time_us(s).ok_or_else(|| Error::new(format!("invalid Time {s:?}")))?;
-            Ok(DateTime::<Utc>::from_timestamp_micros(us))
-        }
-    }
+    Ok(optional_time(v, key)?.and_then(DateTime::<Utc>::from_timestamp_micros))
 }
 
-/// The tombstone policy of the request: dq's rule, or fetch's source-matched one unless
-/// `includeDeleted: true` (dialects.md §3.4).
-fn voiding(ctx: &ResolverContext<'_>) -> Result<Voiding> {
-    if Dialect::of(ctx.ctx) != Dialect::Fetch {
-        return Ok(Voiding::HideTombstones);
-    }
+/// Authorizes the subject ([`Dialect::vehicle_arg`]) and maps `CloudEventFilter` and the
+/// dialect's tombstone policy ([`Dialect::voiding`]) onto the shared filter.
+async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
+    let dialect = Dialect::of(ctx.ctx);
+    let subject = ctx.args.try_get(dialect.vehicle_arg())?.string()?;
     let include_deleted = match ctx.args.get("includeDeleted").filter(|v| !v.is_null()) {
         Some(v) => v.boolean()?,
         None => false,
     };
-    Ok(if include_deleted {
-        Voiding::None
-    } else {
-        Voiding::SourceMatched
-    })
-}
-
-/// Authorizes the subject (§5.3; `did` in the fetch dialect) and maps `CloudEventFilter` and
-/// the tombstone policy onto the shared filter.
-async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
-    let dialect = Dialect::of(ctx.ctx);
-    let arg = if dialect == Dialect::Fetch {
-        "did"
-    } else {
-        "subject"
-    };
-    let subject = ctx.args.try_get(arg)?.string()?;
     let caller = caller(ctx.ctx);
     let links = backend(ctx)?.links.as_deref();
-    let authorized = auth::authorize_cloud_events(caller, subject, links)
+    let authorized = dq_auth::authorize_cloud_events(caller, subject, links)
         .await
         .map_err(|e| crate::errors::from_auth(dialect, &e))?;
     let mut filter = Filter {
         subject: StringFilter::eq(authorized.search),
-        voiding: voiding(ctx)?,
+        voiding: dialect.voiding(include_deleted),
         ..Filter::default()
     };
     if let Some(f) = ctx.args.get("filter").filter(|f| !f.is_null()) {
@@ -124,22 +100,13 @@ async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
 }
 
 /// A cloud-event read failure as the dialect answers it. Errors about the request (no match,
-/// the payload budget) keep their text (§4.7). A lake or blob-store failure answers the
-/// shared generic text ([`FetchError::client_message`]: `failed to query db`, or the blob
-/// store's S3 code) — with INTERNAL_SERVER_ERROR in the dq dialect, like the signal fields,
-/// and bare in the fetch dialect, which had no codes (dialects.md §5.3) — and its detail
-/// (catalog host and user, bucket, key) goes to the log only.
+/// the payload budget) keep their text. A lake or blob-store failure answers the shared
+/// generic text ([`FetchError::client_message`]: `failed to query db`, or the blob store's S3
+/// code) — with INTERNAL_SERVER_ERROR where the dialect codes errors, like the signal fields,
+/// and bare in the fetch dialect ([`Dialect::codes_errors`]) — and its detail (catalog host
+/// and user, bucket, key) goes to the log only.
 fn fetch_error(ctx: &ResolverContext<'_>, e: FetchError) -> Error {
-    if !e.is_internal() {
-        return Error::new(e.to_string());
-    }
-    match Dialect::of(ctx.ctx) {
-        Dialect::Fetch => {
-            tracing::error!(error = %e, "cloud-event read failed");
-            Error::new(e.client_message())
-        }
-        _ => crate::errors::backend(e.client_message(), &e),
-    }
+    crate::errors::from_fetch(Dialect::of(ctx.ctx), e)
 }
 
 fn s(v: &str) -> Value {
@@ -190,7 +157,7 @@ fn event_value(
     )
 }
 
-/// Payloads only when `data` or `dataBase64` is selected (§4.7 laziness).
+/// Payloads only when `data` or `dataBase64` is selected (they cost a read each).
 fn wants_payload(ctx: &ResolverContext<'_>) -> bool {
     ctx.ctx
         .field()
@@ -256,7 +223,7 @@ pub async fn cloud_events(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue
     Ok(Some(FieldValue::value(Value::List(values))))
 }
 
-/// `limit`: null or ≤ 0 → 10, above 1000 → 1000 (dq-query.md §4.7, dialects.md §3.3).
+/// `limit`: null or ≤ 0 → 10, above 1000 → 1000.
 fn limit_arg(ctx: &ResolverContext<'_>) -> Result<usize> {
     let limit = match ctx.args.get("limit").filter(|l| !l.is_null()) {
         Some(l) => l.i64()?,
@@ -288,14 +255,12 @@ async fn latest(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Option<Inde
     }
 }
 
-/// `latestCloudEvent`. dq: non-null, so no match is an error (and `data: null` for the
-/// response). fetch: nullable, no match is `null` without error, so aliased per-source lookups
-/// in one request do not null each other (dialects.md §3.1).
+/// `latestCloudEvent`: no match is `null` or an error ([`Dialect::latest_may_be_null`]).
 pub async fn latest_cloud_event(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
     let filter = authorized_filter(ctx).await?;
     let voiding = filter.voiding;
     let Some(index) = latest(ctx, filter).await? else {
-        if Dialect::of(ctx.ctx) == Dialect::Fetch {
+        if Dialect::of(ctx.ctx).latest_may_be_null() {
             return Ok(None);
         }
         return Err(fetch_error(ctx, FetchError::NotFound));
@@ -304,8 +269,8 @@ pub async fn latest_cloud_event(ctx: &ResolverContext<'_>) -> Result<Option<Fiel
     Ok(values.pop().map(FieldValue::value))
 }
 
-/// A `CloudEventIndex` (fetch dialect): the header and the index key of dialects.md §3.5 —
-/// the same keys the gRPC surface hands out, so they round-trip through it.
+/// A `CloudEventIndex` (fetch dialect): the header and the index key — the same keys the gRPC
+/// surface hands out, so they round-trip through it.
 fn index_value(index: &Index) -> Value {
     Value::Object(
         [

@@ -1,23 +1,25 @@
-//! The three GraphQL dialects one engine serves (dialects.md §1, §6): dq's own, telemetry-api's
+//! The three GraphQL dialects one engine serves: dq's own, telemetry-api's
 //! and fetch-api's. A deployment serves one dialect per host (`GRAPHQL_DIALECT`), so each
 //! existing client keeps its URL and queries. Resolvers read the [`Dialect`] and its
 //! [`DialectSettings`] from the schema's data to pick argument names, gates, enum spellings,
 //! null policies and error texts; everything else is shared.
 
 use async_graphql::Context;
-use dq_cloudevent::did::parse_address;
 use dq_cloudevent::eip55;
-use query::segments::Mechanism;
+use dq_config::registry::parse_address;
+use dq_config::{Settings, VehicleRegistry};
+use dq_query::segments::Mechanism;
+use dq_rawquery::Voiding;
 
 /// A GraphQL dialect.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Dialect {
-    /// dq's own dialect (`subject: String!`, dq-query.md §1).
+    /// dq's own dialect (`subject: String!`).
     #[default]
     Dq,
-    /// telemetry-api's (`tokenId: Int!`, attestations, vinVCLatest; dialects.md §2).
+    /// telemetry-api's (`tokenId: Int!`, attestations, vinVCLatest).
     Telemetry,
-    /// fetch-api's (`did: String!`, includeDeleted, indexes; dialects.md §3).
+    /// fetch-api's (`did: String!`, includeDeleted, indexes).
     Fetch,
 }
 
@@ -45,17 +47,89 @@ impl Dialect {
     }
 
     /// The error-text surface of the `auth` crate.
-    pub fn surface(self) -> auth::Surface {
+    pub fn surface(self) -> dq_auth::Surface {
         match self {
-            Dialect::Dq => auth::Surface::Dq,
-            Dialect::Telemetry => auth::Surface::Telemetry,
-            Dialect::Fetch => auth::Surface::Fetch,
+            Dialect::Dq => dq_auth::Surface::Dq,
+            Dialect::Telemetry => dq_auth::Surface::Telemetry,
+            Dialect::Fetch => dq_auth::Surface::Fetch,
         }
     }
 
     /// The dialect of the request's schema (dq when none is attached).
     pub fn of(ctx: &Context<'_>) -> Dialect {
         ctx.data_opt::<Dialect>().copied().unwrap_or_default()
+    }
+
+    /// The argument that names the vehicle (or the subject of cloud events) in root fields:
+    /// `subject` (dq), `tokenId` (telemetry), `did` (fetch).
+    pub fn vehicle_arg(self) -> &'static str {
+        match self {
+            Dialect::Dq => "subject",
+            Dialect::Telemetry => "tokenId",
+            Dialect::Fetch => "did",
+        }
+    }
+
+    /// Whether the vehicle argument is an NFT token id (`Int!`, the DID built from it) rather
+    /// than a DID (`String!`).
+    pub fn vehicle_by_token_id(self) -> bool {
+        self == Dialect::Telemetry
+    }
+
+    /// Whether cloud-event reads take `includeDeleted` (fetch-api's argument).
+    pub fn offers_include_deleted(self) -> bool {
+        self == Dialect::Fetch
+    }
+
+    /// The tombstone policy of a cloud-event read: fetch voids only events whose tombstone
+    /// comes from the same source, and nothing with `includeDeleted: true`; dq hides every
+    /// tombstoned event.
+    pub fn voiding(self, include_deleted: bool) -> Voiding {
+        match (self.offers_include_deleted(), include_deleted) {
+            (false, _) => Voiding::HideTombstones,
+            (true, false) => Voiding::SourceMatched,
+            (true, true) => Voiding::None,
+        }
+    }
+
+    /// Whether `latestCloudEvent` answers `null` when nothing matches (fetch: aliased
+    /// per-source lookups must not null each other) rather than an error (dq: non-null).
+    pub fn latest_may_be_null(self) -> bool {
+        self == Dialect::Fetch
+    }
+
+    /// Whether errors carry an `extensions.code` (fetch-api's had none).
+    pub fn codes_errors(self) -> bool {
+        self != Dialect::Fetch
+    }
+
+    /// A `DetectionMechanism` value as the dialect spells it: UPPER_SNAKE in dq, camelCase in
+    /// telemetry.
+    pub fn mechanism_name(self, m: Mechanism) -> &'static str {
+        match (self, m) {
+            (Dialect::Telemetry, Mechanism::IgnitionDetection) => "ignitionDetection",
+            (Dialect::Telemetry, Mechanism::FrequencyAnalysis) => "frequencyAnalysis",
+            (Dialect::Telemetry, Mechanism::ChangePointDetection) => "changePointDetection",
+            (Dialect::Telemetry, Mechanism::Idling) => "idling",
+            (Dialect::Telemetry, Mechanism::Refuel) => "refuel",
+            (Dialect::Telemetry, Mechanism::Recharge) => "recharge",
+            (_, m) => m.as_str(),
+        }
+    }
+
+    /// The mechanism a dialect's enum value names.
+    pub fn mechanism(self, name: &str) -> Option<Mechanism> {
+        Mechanism::ALL
+            .into_iter()
+            .find(|m| self.mechanism_name(*m) == name)
+    }
+
+    /// A shared text that names mechanisms (the dailyActivity rejection) in the dialect's
+    /// spelling.
+    pub fn spell_mechanisms(self, text: &str) -> String {
+        Mechanism::ALL.into_iter().fold(text.to_string(), |t, m| {
+            t.replace(m.as_str(), self.mechanism_name(m))
+        })
     }
 }
 
@@ -70,43 +144,10 @@ impl std::str::FromStr for Dialect {
     }
 }
 
-/// A `DetectionMechanism` value as the dialect spells it: UPPER_SNAKE in dq, camelCase in
-/// telemetry (dialects.md §2.2).
-pub fn mechanism_name(dialect: Dialect, m: Mechanism) -> &'static str {
-    match (dialect, m) {
-        (Dialect::Telemetry, Mechanism::IgnitionDetection) => "ignitionDetection",
-        (Dialect::Telemetry, Mechanism::FrequencyAnalysis) => "frequencyAnalysis",
-        (Dialect::Telemetry, Mechanism::ChangePointDetection) => "changePointDetection",
-        (Dialect::Telemetry, Mechanism::Idling) => "idling",
-        (Dialect::Telemetry, Mechanism::Refuel) => "refuel",
-        (Dialect::Telemetry, Mechanism::Recharge) => "recharge",
-        (_, m) => m.as_str(),
-    }
-}
-
-/// The mechanism a dialect's enum value names.
-pub fn mechanism(dialect: Dialect, name: &str) -> Option<Mechanism> {
-    Mechanism::ALL
-        .into_iter()
-        .find(|m| mechanism_name(dialect, *m) == name)
-}
-
-/// A shared text that names mechanisms (the dailyActivity rejection, §2.3) in the dialect's
-/// spelling.
-pub fn spell_mechanisms(dialect: Dialect, text: &str) -> String {
-    Mechanism::ALL.into_iter().fold(text.to_string(), |t, m| {
-        t.replace(m.as_str(), mechanism_name(dialect, m))
-    })
-}
-
-/// Production vehicle NFT contract (dialects.md §2.3).
-pub const DEFAULT_VEHICLE_CONTRACT: &str = "0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF";
-/// Production chain (Polygon).
-pub const DEFAULT_CHAIN_ID: u64 = 137;
-/// The data version of attestation-api's VIN credentials (dialects.md §2.6).
+/// The data version of attestation-api's VIN credentials.
 pub const DEFAULT_VIN_DATA_VERSION: &str = "vin/v1.0";
 
-/// What the telemetry dialect needs beyond dq's settings (dialects.md §6.4).
+/// What the telemetry dialect needs beyond dq's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DialectSettings {
     /// `DIMO_REGISTRY_CHAIN_ID`: the chain of vehicle DIDs built from `tokenId`.
@@ -122,9 +163,11 @@ pub struct DialectSettings {
 
 impl Default for DialectSettings {
     fn default() -> Self {
+        // Unset, vehicle DIDs are the production registry's.
+        let (chain_id, vehicle_contract) = VehicleRegistry::default().or_production();
         DialectSettings {
-            chain_id: DEFAULT_CHAIN_ID,
-            vehicle_contract: parse_address(DEFAULT_VEHICLE_CONTRACT).unwrap_or([0; 20]),
+            chain_id,
+            vehicle_contract,
             storage_node_dev_license: None,
             vin_data_version: DEFAULT_VIN_DATA_VERSION.to_string(),
         }
@@ -139,54 +182,39 @@ impl DialectSettings {
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<(Dialect, DialectSettings), String> {
-        let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
-        let mut bad = Vec::new();
-        let dialect = match get("GRAPHQL_DIALECT").map(|v| v.parse::<Dialect>()) {
+        let mut settings = Settings::new(lookup);
+        let dialect = match settings
+            .get("GRAPHQL_DIALECT")
+            .map(|v| v.parse::<Dialect>())
+        {
             None => Dialect::Dq,
             Some(Ok(d)) => d,
             Some(Err(e)) => {
-                bad.push(e);
+                settings.problem(e);
                 Dialect::Dq
             }
         };
-        let mut s = DialectSettings::default();
-        if let Some(v) = get("DIMO_REGISTRY_CHAIN_ID") {
-            match v.trim().parse() {
-                Ok(c) => s.chain_id = c,
-                Err(_) => bad.push("DIMO_REGISTRY_CHAIN_ID: not an unsigned integer".into()),
-            }
-        }
-        let address = |key: &str, bad: &mut Vec<String>| -> Option<[u8; 20]> {
-            let v = get(key)?;
-            match parse_address(v.trim()) {
-                Ok(a) => Some(a),
-                Err(_) => {
-                    bad.push(format!("{key}: not a 20-byte hex address"));
-                    None
-                }
-            }
+        let (chain_id, vehicle_contract) = VehicleRegistry::read(&mut settings).or_production();
+        let mut s = DialectSettings {
+            chain_id,
+            vehicle_contract,
+            ..DialectSettings::default()
         };
-        if let Some(a) = address("VEHICLE_NFT_ADDRESS", &mut bad) {
-            s.vehicle_contract = a;
-        }
-        s.storage_node_dev_license = address("STORAGE_NODE_DEV_LICENSE", &mut bad);
-        if let Some(v) = get("VIN_DATA_VERSION") {
-            s.vin_data_version = v.trim().to_string();
+        s.storage_node_dev_license = settings.parsed("STORAGE_NODE_DEV_LICENSE", parse_address);
+        if let Some(v) = settings.get("VIN_DATA_VERSION") {
+            s.vin_data_version = v;
         }
         if dialect == Dialect::Telemetry
             && s.storage_node_dev_license.is_none()
-            && get("STORAGE_NODE_DEV_LICENSE").is_none()
+            && settings.get("STORAGE_NODE_DEV_LICENSE").is_none()
         {
-            bad.push("STORAGE_NODE_DEV_LICENSE: required by the telemetry dialect".into());
+            settings.problem("STORAGE_NODE_DEV_LICENSE: required by the telemetry dialect");
         }
-        if bad.is_empty() {
-            Ok((dialect, s))
-        } else {
-            Err(bad.join("; "))
-        }
+        settings.check()?;
+        Ok((dialect, s))
     }
 
-    /// The vehicle DID of a telemetry `tokenId` (dialects.md §2.3).
+    /// The vehicle DID of a telemetry `tokenId`.
     pub fn vehicle_did(&self, token_id: u32) -> String {
         format!(
             "did:erc721:{}:{}:{token_id}",
@@ -208,14 +236,7 @@ impl DialectSettings {
 mod tests {
     use super::*;
 
-    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |k| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
-    }
+    use dq_config::pairs_lookup as env;
 
     #[test]
     fn defaults_to_dq_with_production_vehicles() {
@@ -260,14 +281,13 @@ mod tests {
     fn mechanisms_round_trip_in_each_spelling() {
         for d in Dialect::ALL {
             for m in Mechanism::ALL {
-                assert_eq!(mechanism(d, mechanism_name(d, m)), Some(m));
+                assert_eq!(d.mechanism(d.mechanism_name(m)), Some(m));
             }
         }
-        assert_eq!(mechanism(Dialect::Telemetry, "IDLING"), None);
-        assert_eq!(mechanism(Dialect::Dq, "idling"), None);
+        assert_eq!(Dialect::Telemetry.mechanism("IDLING"), None);
+        assert_eq!(Dialect::Dq.mechanism("idling"), None);
         assert_eq!(
-            spell_mechanisms(
-                Dialect::Telemetry,
+            Dialect::Telemetry.spell_mechanisms(
                 "dailyActivity does not accept mechanism IDLING; use IGNITION_DETECTION, FREQUENCY_ANALYSIS, or CHANGE_POINT_DETECTION"
             ),
             "dailyActivity does not accept mechanism idling; use ignitionDetection, frequencyAnalysis, or changePointDetection"

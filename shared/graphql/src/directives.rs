@@ -4,7 +4,7 @@
 //!
 //! async-graphql's dynamic schema applies directives but cannot declare them. Without the
 //! declarations graphql-js, graphql-core and the codegen tools built on them refuse the schema, so
-//! the SDL export appends them ([`crate::schema::export_sdl`]) and [`DeclaredDirectives`] adds them
+//! the SDL export appends them (module `schema`) and [`DeclaredDirectives`] adds them
 //! to `__schema { directives }` answers, as gqlgen's introspection listed them, with the enum their
 //! arguments name (`Privilege`), which async-graphql leaves out of `__schema { types }` because no
 //! field reaches it.
@@ -414,7 +414,7 @@ impl<'a> Selector<'a> {
 pub struct DeclaredDirectives(Arc<OnceLock<Vec<DirectiveDeclaration>>>);
 
 impl DeclaredDirectives {
-    /// The declarations to answer (the first call wins; [`crate::schema::build`] makes the only
+    /// The declarations to answer (the first call wins; building the schema makes the only
     /// one).
     pub fn set(&self, declared: Vec<DirectiveDeclaration>) {
         self.0.get_or_init(|| declared);

@@ -1,20 +1,18 @@
-//! The HTTP surface (dq-query.md §6, dialects.md §5.1) of one dialect: `/query` (POST and GET), `/mcp`,
-//! GraphiQL at `/` (any other path; module `graphiql`), `/ready`; the auth chain of §6.2 (global limiter → timeout → JWT → per-subject
-//! limiter), the 4 MiB body cap and the error shapes of §5.1/§6.3.
+//! `/query` (POST and GET) and `/ready` of one dialect, and the process state they share: the
+//! auth chain (global limiter → timeout → JWT → per-subject limiter), the 4 MiB body cap and
+//! the HTTP error shapes of the original services.
 
 use crate::cloud_events::CloudEvents;
+use crate::context::{Caller, Deadline, Executed, StatementSlots, MAX_STATEMENTS_PER_REQUEST};
 use crate::dialect::{Dialect, DialectSettings};
 use crate::errors;
-use crate::resolvers::{Caller, Deadline, Executed};
 use async_graphql::dynamic::Schema;
-use auth::{Principal, TokenValidator};
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
-use query::Engine;
+use dq_auth::{Principal, TokenValidator};
+use dq_query::Engine;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -25,12 +23,12 @@ use tokio::time::Instant;
 pub const BODY_LIMIT: usize = 4 << 20;
 /// How long a request waits for a global slot before 429.
 const GLOBAL_WAIT: Duration = Duration::from_millis(100);
-/// `/ready` probe timeout, result cache and failure grace (§6.4).
+/// `/ready` probe timeout, result cache and failure grace.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 const READY_CACHE: Duration = Duration::from_secs(3);
 const READY_GRACE: Duration = Duration::from_secs(60);
 
-/// Limits read once from the environment (§6.2, §6.6).
+/// Limits read once from the environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// `MAX_REQUEST_DURATION` (default 5 m).
@@ -47,8 +45,6 @@ pub struct Limits {
 /// `MAX_CONCURRENT_STATEMENTS_PER_REQUEST`'s default: under the engine's six pooled connections,
 /// so one request cannot take them all.
 pub const DEFAULT_STATEMENTS_PER_REQUEST: usize = 4;
-/// Its largest accepted value (a request names at most ten root fields anyway).
-pub const MAX_STATEMENTS_PER_REQUEST: usize = 1000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -70,7 +66,7 @@ impl Limits {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Limits, String> {
         let mut limits = Limits::default();
         if let Some(d) = lookup("MAX_REQUEST_DURATION").filter(|s| !s.trim().is_empty()) {
-            let us = query::interval::parse_go_duration_us(d.trim())
+            let us = dq_query::interval::parse_go_duration_us(d.trim())
                 .map_err(|e| format!("MAX_REQUEST_DURATION: {e}"))?;
             let us = u64::try_from(us)
                 .ok()
@@ -110,7 +106,7 @@ struct Readiness {
     last_success: Option<Instant>,
 }
 
-/// The global and per-subject concurrency limits (§6.2).
+/// The global and per-subject concurrency limits.
 #[derive(Debug)]
 pub struct Limiter {
     global: Option<Arc<Semaphore>>,
@@ -186,49 +182,17 @@ impl Limiter {
     }
 }
 
-/// The SQL statements one request may run at once, as request data: every root resolver holds a
-/// slot while it runs (a request's root fields are resolved concurrently).
-#[derive(Debug, Clone)]
-pub struct StatementSlots(Arc<Semaphore>);
-
-impl StatementSlots {
-    /// `n` slots, held to the accepted range of `MAX_CONCURRENT_STATEMENTS_PER_REQUEST` (0 slots
-    /// would stall every root field until the deadline).
-    pub fn new(n: usize) -> StatementSlots {
-        let n = n.clamp(1, MAX_STATEMENTS_PER_REQUEST);
-        StatementSlots(Arc::new(Semaphore::new(n)))
-    }
-
-    /// Waits for a slot of the request (the request deadline bounds the wait); a schema executed
-    /// without slots (a test driving it directly) is not bounded.
-    ///
-    /// # Errors
-    /// The semaphore was closed (never done).
-    pub async fn acquire(
-        ctx: &async_graphql::Context<'_>,
-    ) -> async_graphql::Result<Option<OwnedSemaphorePermit>> {
-        let Some(slots) = ctx.data_opt::<StatementSlots>() else {
-            return Ok(None);
-        };
-        Arc::clone(&slots.0)
-            .acquire_owned()
-            .await
-            .map(Some)
-            .map_err(|e| async_graphql::Error::new(format!("statement slots: {e}")))
-    }
-}
-
 /// Everything a request needs; built once per process (cold start).
 pub struct AppState {
-    dialect: Dialect,
-    schema: Schema,
+    pub(crate) dialect: Dialect,
+    pub(crate) schema: Schema,
     engine: Arc<Engine>,
     validator: Option<TokenValidator>,
     limits: Limits,
     limiter: Limiter,
     cloud_events: Option<Arc<CloudEvents>>,
     readiness: tokio::sync::Mutex<Readiness>,
-    observe: crate::observe::Observe,
+    pub(crate) observe: crate::observe::Observe,
 }
 
 impl AppState {
@@ -291,23 +255,23 @@ impl AppState {
 /// # Errors
 /// Any invalid setting, or the lake failing to open.
 pub async fn state_from_env() -> Result<AppState, String> {
-    let settings = auth::AuthSettings::from_env().map_err(|e| e.to_string())?;
+    let settings = dq_auth::AuthSettings::from_env().map_err(|e| e.to_string())?;
     let limits = Limits::from_lookup(|k| std::env::var(k).ok())?;
-    let blob_cfg = blob::BlobConfig::from_env_with_secrets()
+    let blob_cfg = dq_blob::BlobConfig::from_env_with_secrets()
         .await
         .map_err(|e| format!("blob settings: {e}"))?;
     let store = if blob_cfg.bucket.is_empty() {
         None
     } else {
-        let store = blob::BlobStore::open(&blob_cfg)
+        let store = dq_blob::BlobStore::open(&blob_cfg)
             .await
             .map_err(|e| format!("open blob store: {e}"))?;
         Some(Arc::new(store))
     };
-    let cfg = lake::LakeConfig::from_env_with_secrets()
+    let cfg = dq_lake::LakeConfig::from_env_with_secrets()
         .await
         .map_err(|e| e.to_string())?;
-    let lake = tokio::task::spawn_blocking(move || lake::Lake::open(cfg))
+    let lake = tokio::task::spawn_blocking(move || dq_lake::Lake::open(cfg))
         .await
         .map_err(|e| format!("open lake: {e}"))?
         .map_err(|e| format!("open lake: {e}"))?;
@@ -315,18 +279,19 @@ pub async fn state_from_env() -> Result<AppState, String> {
     let (engine, db) = share_lake(lake);
     let http = reqwest::Client::new();
     let links = settings.identity_api_url.clone().map(|url| {
-        Arc::new(auth::remote::IdentityApi::new(http.clone(), url)) as Arc<dyn auth::DeviceLinks>
+        Arc::new(dq_auth::remote::IdentityApi::new(http.clone(), url))
+            as Arc<dyn dq_auth::DeviceLinks>
     });
     Ok(AppState::new(
         dialect,
         dialect_settings,
         Arc::new(engine),
-        auth::remote::validator(&settings, &http),
+        dq_auth::remote::validator(&settings, &http),
         limits,
     )?
     .with_cloud_events(CloudEvents {
         db,
-        payloads: fetch::Payloads::new(store.clone()),
+        payloads: dq_rawquery::Payloads::new(store.clone()),
         store,
         links,
     })
@@ -334,60 +299,13 @@ pub async fn state_from_env() -> Result<AppState, String> {
 }
 
 /// One DuckDB instance for both readers (signal engine and cloud-event reader), reopened for
-/// both when DuckDB invalidates it ([`lake::SharedLake`]).
-pub fn share_lake(lake: lake::Lake) -> (Engine, Arc<fetch::Db>) {
-    let shared = Arc::new(lake::SharedLake::new(lake));
+/// both when DuckDB invalidates it ([`dq_lake::SharedLake`]).
+pub fn share_lake(lake: dq_lake::Lake) -> (Engine, Arc<dq_rawquery::Db>) {
+    let shared = Arc::new(dq_lake::SharedLake::new(lake));
     (
         Engine::on(Arc::clone(&shared)),
-        Arc::new(fetch::Db::on(shared)),
+        Arc::new(dq_rawquery::Db::on(shared)),
     )
-}
-
-/// The router: `/query`, `/mcp` (module `mcp`), `/ready`, playground everywhere else.
-pub fn router(state: Arc<AppState>) -> Router {
-    let mcp = crate::mcp::service(Arc::clone(&state), state.dialect, state.schema.clone());
-    let mcp =
-        Router::new()
-            .route_service("/mcp", mcp)
-            .route_layer(axum::middleware::from_fn_with_state(
-                Arc::clone(&state),
-                mcp_jwt,
-            ));
-    Router::new()
-        .route("/query", get(graphql).post(graphql).options(options))
-        .merge(mcp)
-        .route("/ready", get(ready))
-        .fallback(playground)
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(axum::middleware::from_fn_with_state(
-            (state.dialect, state.observe.clone()),
-            crate::observe::middleware,
-        ))
-        .with_state(state)
-}
-
-/// `/query`'s JWT step in front of every `/mcp` request: no token is fine (the schema tools
-/// need none, and data tools then answer "jwt missing" through `/query`), but a token that does
-/// not validate is refused with `/query`'s 401 before MCP runs, as Go dq's middleware chain did.
-async fn mcp_jwt(
-    State(state): State<Arc<AppState>>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    if let Err(rejected) = jwt_step(&state, request.headers(), "/mcp").await {
-        return rejected;
-    }
-    next.run(request).await
-}
-
-/// gqlgen's OPTIONS transport: 200 with the allowed methods.
-async fn options() -> Response {
-    (StatusCode::OK, [(header::ALLOW, "OPTIONS, GET, POST")]).into_response()
-}
-
-/// GraphiQL, assets bundled (module `graphiql`).
-async fn playground(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    crate::graphiql::response(state.dialect, &headers)
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response {
@@ -431,7 +349,7 @@ fn source_ip(headers: &HeaderMap) -> &str {
         .unwrap_or("")
 }
 
-/// `/query`: the §6.2 chain around one execution; a panic becomes a plain 500.
+/// `/query`: the auth chain around one execution; a panic becomes a plain 500.
 pub(crate) async fn graphql(
     State(state): State<Arc<AppState>>,
     method: Method,
@@ -539,7 +457,7 @@ async fn handle_query(
 
 /// The JWT step of `/query` and `/mcp`: the caller (none without a token or without an issuer
 /// configured), or the HTTP rejection to answer (logged with `path`).
-async fn jwt_step(
+pub(crate) async fn jwt_step(
     state: &AppState,
     headers: &HeaderMap,
     path: &str,
@@ -554,7 +472,7 @@ async fn jwt_step(
         .await
         .map_err(|e| {
             tracing::warn!(path, error = %e, "jwt rejected");
-            let mut resp = json_message(e.code().http_status(), e.message(auth::Surface::Http));
+            let mut resp = json_message(e.code().http_status(), e.message(dq_auth::Surface::Http));
             resp.extensions_mut()
                 .insert(crate::observe::Outcome::refused(e.code().as_str()));
             resp
@@ -562,22 +480,22 @@ async fn jwt_step(
 }
 
 /// The JWT step; telemetry also rejects tokens whose `asset` is not a vehicle or account DID
-/// (HTTP 401 before GraphQL runs, dialects.md §2.4).
+/// (HTTP 401 before GraphQL runs).
 async fn authenticate(
     dialect: Dialect,
     validator: &TokenValidator,
     authorization: Option<&str>,
-) -> auth::Result<Option<Principal>> {
+) -> dq_auth::Result<Option<Principal>> {
     let principal = validator.authenticate_http(authorization).await?;
     if dialect == Dialect::Telemetry {
         if let Some(p) = &principal {
-            auth::validate_telemetry_asset(p)?;
+            dq_auth::validate_telemetry_asset(p)?;
         }
     }
     Ok(principal)
 }
 
-async fn ready(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn ready(State(state): State<Arc<AppState>>) -> Response {
     let mut r = state.readiness.lock().await;
     let now = Instant::now();
     if r.checked_at

@@ -1,32 +1,35 @@
-//! The telemetry GraphQL API (dq-query.md §1, §5, §6) in three dialects — dq's, telemetry-api's
-//! and fetch-api's (dialects.md) — from one engine: the async-graphql schemas generated from
-//! the signal catalog, their resolvers over the shared `query` and `fetch` operations, the auth
-//! directives and privilege filtering (rules from the `auth` crate), and the axum router that
-//! the `graphql` function serves in Lambda and locally.
+//! The telemetry GraphQL API in three dialects — dq's, telemetry-api's and fetch-api's — from
+//! one engine: the async-graphql schemas generated from the signal catalog, their resolvers over
+//! the shared `query` and `rawquery` operations, the auth directives and privilege filtering
+//! (rules from the `auth` crate), and the axum router that the `graphql` function serves in
+//! Lambda and locally.
 //!
 //! A deployment serves one dialect ([`Dialect`], `GRAPHQL_DIALECT`). Shared types are
 //! registered once per set ([`schema::register_signal_types`],
-//! [`schema::register_cloud_event_types`]), root resolvers are thin adapters that read the
-//! dialect only for argument names, gates, enum spelling, null policy and error texts.
+//! [`schema::register_cloud_event_types`]); root resolvers are thin adapters that ask the
+//! dialect ([`Dialect`]'s methods) for argument names, gates, enum spelling, null and voiding
+//! policies and error texts.
 //!
-//! # Layout
-//! - [`dialect`]: the dialects, their settings and spellings.
-//! - [`schema`]: the executable schemas (committed SDL: [`Dialect::sdl`]).
-//! - [`resolvers`]: root and signal-field resolvers of the signal operations.
-//! - [`cloud_events`]: the raw cloud-event queries (over the `fetch` crate) and identity-api.
-//! - [`telemetry`]: telemetry's `attestations` and `vinVCLatest`.
-//! - [`http`]: the router, limits, readiness.
-//! - [`graphiql`]: the GraphiQL page at `/`, its assets bundled.
-//! - [`mcp`]: `/mcp`, MCP Streamable HTTP (tools over the same schema and auth chain).
-//! - [`complexity`]: the cost bounds of a document (score, introspection depth).
-//! - [`directives`]: the declarations of the directives the schemas apply (SDL, introspection).
-//! - [`shadow`]: shadow mode, live requests re-sent to a reference and compared (cutover gate).
-//! - [`observe`]: the per-request span, `/query` metrics (`QUERY_EMF`) and X-Ray subsegments.
-//! - [`scalars`], [`errors`]: wire formats and error shapes.
+//! # Layers
+//! Each module imports only modules of the layers below it (bottom first):
+//! 1. [`scalars`], [`errors`], [`dialect`], [`complexity`], [`directives`], [`observe`],
+//!    [`graphiql`]: wire formats, error shapes, the dialects and their differences, cost
+//!    bounds, directive declarations, request metrics, the GraphiQL page.
+//! 2. [`context`]: the request context (caller, deadline, statement slots, running an engine
+//!    call).
+//! 3. [`args`]: argument parsing (vehicle argument and gates, times, filters).
+//! 4. [`signals`], [`segments`], [`cloud_events`]: the resolvers of each feature.
+//! 5. [`telemetry`]: telemetry's own operations (over the cloud-event backend).
+//! 6. [`schema`]: the types and each dialect's root `Query` (committed SDL: [`Dialect::sdl`]).
+//! 7. [`http`]: `/query`, the limits, readiness, the process state.
+//! 8. [`mcp`], [`shadow`]: `/mcp` over `/query`; shadow mode around `/query`.
+//! 9. [`router`](mod@router): the router of a deployment.
 #![warn(missing_docs)]
 
+pub mod args;
 pub mod cloud_events;
 pub mod complexity;
+pub mod context;
 pub mod dialect;
 pub mod directives;
 pub mod errors;
@@ -34,11 +37,14 @@ pub mod graphiql;
 pub mod http;
 pub mod mcp;
 pub mod observe;
-pub mod resolvers;
+pub mod router;
 pub mod scalars;
 pub mod schema;
+pub mod segments;
 pub mod shadow;
+pub mod signals;
 pub mod telemetry;
 
 pub use dialect::{Dialect, DialectSettings};
-pub use http::{router, AppState, Limits};
+pub use http::{AppState, Limits};
+pub use router::router;

@@ -21,9 +21,9 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use dq_metrics::emf::{COUNT, MILLISECONDS};
-use dq_metrics::xray::{Daemon, Subsegment};
-use dq_metrics::{Emitter, Metric, RequestIds};
-use std::sync::Arc;
+use dq_metrics::query::Dimensions;
+use dq_metrics::xray::Subsegment;
+use dq_metrics::{Metric, RequestIds};
 use std::time::{Instant, SystemTime};
 use tracing::Instrument as _;
 
@@ -32,49 +32,16 @@ pub const DIMENSIONS: &[&str] = &["Stage", "Dialect", "Code"];
 /// The longest `extensions.code` taken as a dimension value.
 const MAX_CODE_LEN: usize = 64;
 
+/// The HTTP surface's dimensions ([`DIMENSIONS`]) for [`dq_metrics::query::Observe`].
+#[derive(Debug)]
+pub struct Requests;
+
+impl Dimensions for Requests {
+    const PER_REQUEST: &'static [&'static str] = DIMENSIONS;
+}
+
 /// What the middleware writes to; built once per process.
-#[derive(Debug, Clone, Default)]
-pub struct Observe {
-    metrics: Option<Emitter>,
-    xray: Option<Arc<Daemon>>,
-}
-
-impl Observe {
-    /// `QUERY_EMF` (metrics, default off) and `AWS_XRAY_DAEMON_ADDRESS` (subsegments) from the
-    /// environment.
-    ///
-    /// # Errors
-    /// `QUERY_EMF` is not a boolean.
-    pub fn from_env() -> Result<Observe, String> {
-        Ok(Observe {
-            metrics: dq_metrics::query::from_lookup(DIMENSIONS, |k| std::env::var(k).ok())?,
-            xray: Daemon::from_env().map(Arc::new),
-        })
-    }
-
-    /// Writes metrics with `metrics` (`None`: no metrics).
-    pub fn with_metrics(mut self, metrics: Option<Emitter>) -> Observe {
-        self.metrics = metrics;
-        self
-    }
-
-    /// Sends subsegments to `daemon`.
-    pub fn with_xray(mut self, daemon: Option<Daemon>) -> Observe {
-        self.xray = daemon.map(Arc::new);
-        self
-    }
-
-    /// The emitter for the `/query` lines of a deployment when `QUERY_EMF` is on (tests build it
-    /// to inject a sink).
-    ///
-    /// # Errors
-    /// `QUERY_EMF` is not a boolean.
-    pub fn metrics_from_lookup(
-        lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<Emitter>, String> {
-        dq_metrics::query::from_lookup(DIMENSIONS, lookup)
-    }
-}
+pub type Observe = dq_metrics::query::Observe<Requests>;
 
 /// The outcome of one GraphQL execution (or refusal) that the handler attaches to its response
 /// for the middleware.
@@ -173,9 +140,9 @@ pub(crate) async fn middleware(
     let status = resp.status();
     let outcome = resp.extensions().get::<Outcome>();
     let code = code(status, outcome);
-    if let (true, Some(metrics)) = (measured, &observe.metrics) {
+    if measured {
         let errors = outcome.map_or(0, |o| o.errors);
-        metrics.emit(
+        observe.emit(
             &[("Dialect", dialect.name()), ("Code", code.as_str())],
             &[
                 Metric::new("requests", 1.0, COUNT),
@@ -188,23 +155,18 @@ pub(crate) async fn middleware(
             ],
         );
     }
-    if let (Some(daemon), Some(trace)) = (&observe.xray, &ids.trace) {
-        daemon.send(
-            trace,
-            &Subsegment {
-                name: format!("dq-graphql-{}", dialect.name()),
-                start: wall,
-                end: SystemTime::now(),
-                status: status.as_u16(),
-                annotations: vec![
-                    ("vehicle", scope.vehicle().unwrap_or_default()),
-                    ("request_id", ids.request_id.clone()),
-                    ("dialect", dialect.name().to_string()),
-                    ("code", code),
-                ],
-            },
-        );
-    }
+    observe.trace(ids.trace.as_ref(), || Subsegment {
+        name: format!("dq-graphql-{}", dialect.name()),
+        start: wall,
+        end: SystemTime::now(),
+        status: status.as_u16(),
+        annotations: vec![
+            ("vehicle", scope.vehicle().unwrap_or_default()),
+            ("request_id", ids.request_id.clone()),
+            ("dialect", dialect.name().to_string()),
+            ("code", code),
+        ],
+    });
     resp
 }
 

@@ -1,8 +1,9 @@
-//! Scalar wire formats (dq-query.md §1.1, §10): `Time` in as RFC3339, out as RFC3339 with
-//! trailing fractional zeros trimmed and a `Z` suffix.
+//! Wire formats of output values: `Time` in as RFC3339, out as RFC3339 with trailing
+//! fractional zeros trimmed and a `Z` suffix; `Float` numbers; objects built in key order.
 
-use async_graphql::Value;
+use async_graphql::{Error, Number, Result, Value};
 use chrono::{DateTime, SecondsFormat, Utc};
+use dq_query::aggregate::Location;
 
 /// Parses a `Time` input (RFC3339 / RFC3339Nano with any offset) into µs since the epoch
 /// (floor, as Go's `UnixMicro` for post-epoch times).
@@ -38,6 +39,37 @@ pub fn time_value(us: i64) -> Value {
 /// Validator of the `Time` scalar.
 pub fn is_time(v: &Value) -> bool {
     matches!(v, Value::String(s) if parse_time_us(s).is_some())
+}
+
+/// A `Float` output. Integral values print without a fraction (`5`, not `5.0`), as Go's `%g`
+/// does below 1e21; NaN/Inf are a field error.
+pub(crate) fn number(v: f64) -> Result<Value> {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        // Exact: |v| < 2^53.
+        return Ok(Value::Number(Number::from(v as i64)));
+    }
+    Number::from_f64(v)
+        .map(Value::Number)
+        .ok_or_else(|| Error::new(format!("cannot represent {v} as a GraphQL Float")))
+}
+
+/// A GraphQL object value from `(key, value)` pairs, in order.
+pub(crate) fn object(fields: Vec<(&str, Value)>) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (async_graphql::Name::new(k), v))
+            .collect(),
+    )
+}
+
+/// A `Location` output.
+pub(crate) fn location_value(l: &Location) -> Result<Value> {
+    Ok(object(vec![
+        ("latitude", number(l.latitude)?),
+        ("longitude", number(l.longitude)?),
+        ("hdop", number(l.hdop)?),
+    ]))
 }
 
 #[cfg(test)]

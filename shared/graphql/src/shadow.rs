@@ -49,7 +49,7 @@ pub struct ShadowConfig {
     pub max_in_flight: usize,
     /// `SHADOW_TIMEOUT`: the reference's whole answer, a Go duration (default `10s`).
     pub timeout: Duration,
-    /// `SHADOW_FLOAT_EPSILON`: relative float tolerance (default `reconcile::DEFAULT_EPSILON`).
+    /// `SHADOW_FLOAT_EPSILON`: relative float tolerance (default `dq_reconcile::DEFAULT_EPSILON`).
     pub epsilon: f64,
 }
 
@@ -93,7 +93,7 @@ impl ShadowConfig {
         let timeout = match get("SHADOW_TIMEOUT") {
             None => Duration::from_secs(10),
             Some(v) => {
-                let us = query::interval::parse_go_duration_us(&v)
+                let us = dq_query::interval::parse_go_duration_us(&v)
                     .map_err(|e| format!("SHADOW_TIMEOUT: {e}"))?;
                 let us = u64::try_from(us)
                     .ok()
@@ -103,7 +103,7 @@ impl ShadowConfig {
             }
         };
         let epsilon = match get("SHADOW_FLOAT_EPSILON") {
-            None => reconcile::DEFAULT_EPSILON,
+            None => dq_reconcile::DEFAULT_EPSILON,
             Some(v) => v
                 .parse::<f64>()
                 .ok()
@@ -162,7 +162,7 @@ pub struct ShadowTotals {
 pub struct Shadow {
     config: ShadowConfig,
     dialect: Dialect,
-    comparator: reconcile::Comparator,
+    comparator: dq_reconcile::Comparator,
     client: reqwest::Client,
     slots: Arc<Semaphore>,
     counts: [AtomicU64; 4],
@@ -188,10 +188,10 @@ impl Shadow {
             .timeout(config.timeout)
             .build()
             .map_err(|e| format!("shadow HTTP client: {e}"))?;
-        let comparator = reconcile::Comparator::new(match dialect {
-            Dialect::Dq => reconcile::Dialect::Dq,
-            Dialect::Telemetry => reconcile::Dialect::Telemetry,
-            Dialect::Fetch => reconcile::Dialect::Fetch,
+        let comparator = dq_reconcile::Comparator::new(match dialect {
+            Dialect::Dq => dq_reconcile::Dialect::Dq,
+            Dialect::Telemetry => dq_reconcile::Dialect::Telemetry,
+            Dialect::Fetch => dq_reconcile::Dialect::Fetch,
         })
         .with_epsilon(config.epsilon);
         Ok(Shadow {
@@ -283,8 +283,8 @@ impl Shadow {
             Err(_) => (String::new(), None),
         };
         let mismatch = match (
-            reconcile::Answer::parse(ref_status, &ref_body),
-            reconcile::Answer::parse(live_status, &live),
+            dq_reconcile::Answer::parse(ref_status, &ref_body),
+            dq_reconcile::Answer::parse(live_status, &live),
         ) {
             (Ok(reference), Ok(candidate)) => {
                 self.comparator
@@ -292,7 +292,7 @@ impl Shadow {
             }
             // Plain-text answers (limits, panics) match only byte for byte.
             (Err(_), Err(_)) if ref_status == live_status && ref_body == live => None,
-            (r, c) => Some(reconcile::Mismatch {
+            (r, c) => Some(dq_reconcile::Mismatch {
                 path: "(body)".into(),
                 description: match (r.is_err(), c.is_err()) {
                     (true, true) => "non-JSON answers that differ",
@@ -422,7 +422,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             (c.sample_rate, c.max_in_flight, c.timeout, c.epsilon),
-            (0.01, 4, Duration::from_secs(10), reconcile::DEFAULT_EPSILON)
+            (
+                0.01,
+                4,
+                Duration::from_secs(10),
+                dq_reconcile::DEFAULT_EPSILON
+            )
         );
         let c = ShadowConfig::from_lookup(env(&[
             ("SHADOW_REFERENCE_URL", "http://127.0.0.1:9/query"),

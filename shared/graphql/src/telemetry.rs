@@ -1,26 +1,27 @@
-//! telemetry-api's own operations (dialects.md §2.5, §2.6): `attestations` and `vinVCLatest`,
+//! telemetry-api's own operations: `attestations` and `vinVCLatest`,
 //! both over din's raw `dimo.attestation` cloud events through the shared search of the
-//! `fetch` crate, with telemetry's policies: no tombstone suppression, `null` when nothing
+//! `rawquery` crate, with telemetry's policies: no tombstone suppression, `null` when nothing
 //! matches, the `cloud_events` grant check for attestations, and `internal error` for any
 //! backend failure.
 //!
 //! One deliberate difference: payloads externalized to blobs are resolved (the original
 //! returned such events header-only), so a large credential still decodes.
 
+use crate::args::{array_filter, vehicle_for_vin};
 use crate::cloud_events::backend;
+use crate::context::caller;
 use crate::dialect::{Dialect, DialectSettings};
 use crate::errors;
-use crate::resolvers::{caller, object};
-use crate::scalars::{parse_time_us, time_value};
+use crate::scalars::{object, parse_time_us, time_value};
 use async_graphql::dynamic::{FieldValue, ResolverContext, ValueAccessor};
 use async_graphql::{Error, Number, PathSegment, Result, Value};
-use auth::authz::ATTESTATION_TYPE;
+use dq_auth::authz::ATTESTATION_TYPE;
 use dq_cloudevent::did::parse_address;
 use dq_cloudevent::json::Value as Json;
 use dq_cloudevent::{eip55, Erc721Did, EthrDid, RawEvent};
-use fetch::{Event, Filter, StringFilter, TagFilter, Voiding};
+use dq_rawquery::{Event, Filter, StringFilter, TagFilter, Voiding};
 
-/// `AttestationFilter.limit` default (dialects.md §2.5).
+/// `AttestationFilter.limit` default.
 const DEFAULT_ATTESTATION_LIMIT: i64 = 10;
 
 fn string_or_null(s: &str) -> Value {
@@ -59,10 +60,10 @@ async fn read_events(
 }
 
 // ------------------------------------------------------------------------------------------
-// attestations (§2.5)
+// attestations
 // ------------------------------------------------------------------------------------------
 
-/// An `Address` input (§2.2): a string of 40 hex digits with an optional `0x`; the checksum is
+/// An `Address` input: a string of 40 hex digits with an optional `0x`; the checksum is
 /// not verified.
 fn address(v: &ValueAccessor<'_>) -> std::result::Result<[u8; 20], String> {
     let text = match v.as_value() {
@@ -97,7 +98,7 @@ fn source_error(ctx: &ResolverContext<'_>, message: String) -> Result<Option<Fie
 }
 
 /// A `StringArrayFilter` as the search's tag filter, `or` alternatives included.
-fn tag_filter(f: query::filter::ArrayFilter) -> TagFilter {
+fn tag_filter(f: dq_query::filter::ArrayFilter) -> TagFilter {
     TagFilter {
         contains_any: f.contains_any,
         contains_all: f.contains_all,
@@ -154,9 +155,9 @@ pub async fn attestations(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue
             .transpose()
     };
     let id = text("id")?;
-    auth::authorize_attestations(
+    dq_auth::authorize_attestations(
         caller(ctx.ctx),
-        &auth::AttestationRequest {
+        &dq_auth::AttestationRequest {
             subject: &subject,
             source: source.as_deref(),
             id: id.as_deref(),
@@ -178,7 +179,7 @@ pub async fn attestations(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue
         event_type: StringFilter::eq(ATTESTATION_TYPE),
         before: time("before")?,
         // `cursor` is an exclusive LOWER bound (strictly newer than it) even though results
-        // are newest first — reproduced as is (§2.5).
+        // are newest first — reproduced as is.
         after: time("after")?.max(time("cursor")?),
         voiding: Voiding::None,
         ..Filter::default()
@@ -196,13 +197,13 @@ pub async fn attestations(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue
         search.source = StringFilter::eq(s);
     }
     if let Some(tags) = field("tags") {
-        search.tags = tag_filter(crate::resolvers::array_filter(tags.as_value()));
+        search.tags = tag_filter(array_filter(tags.as_value()));
     }
     let limit = match field("limit") {
         Some(v) => v.i64()?,
         None => DEFAULT_ATTESTATION_LIMIT,
     };
-    let limit = usize::try_from(limit.clamp(1, fetch::filter::MAX_LIMIT as i64)).unwrap_or(1);
+    let limit = usize::try_from(limit.clamp(1, dq_rawquery::filter::MAX_LIMIT as i64)).unwrap_or(1);
     let events = read_events(ctx, search, limit).await?;
     if events.is_empty() {
         return Ok(None);
@@ -212,7 +213,7 @@ pub async fn attestations(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue
         .iter()
         .map(|e| {
             let h = &e.header;
-            // The source is read leniently as an address (never an error, §2.5).
+            // The source is read leniently as an address (never an error).
             let source = parse_address(&h.source).unwrap_or([0; 20]);
             FieldValue::value(object(vec![
                 ("id", Value::String(h.id.clone())),
@@ -239,7 +240,7 @@ pub async fn attestations(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue
 }
 
 // ------------------------------------------------------------------------------------------
-// vinVCLatest (§2.6)
+// vinVCLatest
 // ------------------------------------------------------------------------------------------
 
 /// The fields of a VIN verifiable credential (attestation-api's `pkg/types`), as read from an
@@ -290,7 +291,7 @@ fn vc_string(v: Option<&Json<'_>>, key: &str) -> std::result::Result<String, Str
 
 /// Decodes a VIN credential as Go's `encoding/json` does into attestation-api's structs (keys
 /// matched case-insensitively, the last duplicate winning). Validity, proof and revocation are
-/// not checked (§2.6).
+/// not checked.
 ///
 /// # Errors
 /// `data` empty or not an object, `credentialSubject` missing or not an object, a time that
@@ -329,7 +330,7 @@ pub fn parse_vin_vc(data: &[u8]) -> std::result::Result<VinVc, String> {
 /// `vinVCLatest(tokenId)`: the newest VIN credential the storage node attested for the
 /// vehicle; `null` when none.
 pub async fn vin_vc_latest(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
-    let subject = crate::resolvers::vehicle_for_vin(ctx)?;
+    let subject = vehicle_for_vin(ctx)?;
     let settings = DialectSettings::of(ctx.ctx);
     let license = settings
         .storage_node_dev_license

@@ -1,6 +1,5 @@
-//! Catalog DSN classification and the ATTACH targets derived from it (din-raw §2.1,
-//! dq-materializer §1.2). Both din and dq must derive exactly the same strings: the `meta` side
-//! database is found by the same rule on both sides.
+//! Catalog DSN classification and the ATTACH targets derived from it. Both din and dq must derive
+//! exactly the same strings: the `meta` side database is found by the same rule on both sides.
 
 use std::path::{Path, PathBuf};
 

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use dq_config::Settings;
+
 use crate::catalog::Catalog;
 use crate::{Error, Result};
 
@@ -39,18 +41,12 @@ pub const DUCKDB_THREADS: &str = "DUCKDB_THREADS";
 pub const DUCKDB_TEMP_DIRECTORY: &str = "DUCKDB_TEMP_DIRECTORY";
 /// Directory holding `v1.5.4/<platform>/<name>.duckdb_extension` (filled by `make extensions`).
 pub const DUCKDB_EXTENSION_DIR: &str = "DUCKDB_EXTENSION_DIR";
-/// S3 region for the data path.
-pub const S3_AWS_REGION: &str = "S3_AWS_REGION";
-/// Static S3 access key id; unset = the AWS credential chain.
-pub const S3_AWS_ACCESS_KEY_ID: &str = "S3_AWS_ACCESS_KEY_ID";
-/// Static S3 secret key (sensitive).
-pub const S3_AWS_SECRET_ACCESS_KEY: &str = "S3_AWS_SECRET_ACCESS_KEY";
-/// S3 endpoint override (`http://host:port` → path style, no TLS).
-pub const S3_ENDPOINT: &str = "S3_ENDPOINT";
+/// The S3 keys of the data path, spelled once for the lake and the blob store.
+pub use dq_config::s3::{
+    S3_AWS_ACCESS_KEY_ID, S3_AWS_REGION, S3_AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, S3_KMS_KEY_ID,
+};
 /// DuckDB-only S3 endpoint override, preferred over [`S3_ENDPOINT`] for the data path.
 pub const DUCKDB_S3_ENDPOINT: &str = "DUCKDB_S3_ENDPOINT";
-/// KMS key ARN for SSE-KMS on parquet PUTs.
-pub const S3_KMS_KEY_ID: &str = "S3_KMS_KEY_ID";
 
 /// The extension directory used when [`DUCKDB_EXTENSION_DIR`] is unset (what `make extensions`
 /// fills, relative to the working directory).
@@ -109,7 +105,7 @@ pub struct LakeConfig {
     pub s3: S3Config,
     /// The secret the PostgreSQL DSN came from: [`crate::Lake::open`] starts from its cached
     /// value and re-reads it once when the catalog refuses the credentials (a rotation).
-    pub catalog_secret: Option<secrets::Secret>,
+    pub catalog_secret: Option<dq_secrets::Secret>,
     /// [`DUCKLAKE_CATALOG_HOST`], applied to every DSN the secret yields.
     pub catalog_host: Option<String>,
     /// [`DUCKLAKE_PG_CONNECTION_LIMIT`].
@@ -138,15 +134,15 @@ impl LakeConfig {
     /// Reads the settings from the process environment; a DSN kept in Secrets Manager is
     /// refused here (use [`LakeConfig::from_env_with_secrets`]).
     pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_lookup(dq_config::env_lookup)
     }
 
     /// Reads the settings from the process environment and, when [`DUCKLAKE_CATALOG_SECRET_ARN`]
     /// is set, fetches the DSN with the standard AWS chain. What every function calls at init.
     pub async fn from_env_with_secrets() -> Result<Self> {
         Self::from_lookup_with_secrets(
-            |k| std::env::var(k).ok(),
-            &secrets::SecretsClient::from_env(),
+            dq_config::env_lookup,
+            &dq_secrets::SecretsClient::from_env(),
         )
         .await
     }
@@ -154,7 +150,7 @@ impl LakeConfig {
     /// Reads the settings through `get`, fetching a secret DSN through `client`.
     pub async fn from_lookup_with_secrets(
         get: impl Fn(&str) -> Option<String>,
-        client: &secrets::SecretsClient,
+        client: &dq_secrets::SecretsClient,
     ) -> Result<Self> {
         let (mut cfg, secret) = Self::parse(get)?;
         if let Some(source) = secret {
@@ -190,31 +186,29 @@ impl LakeConfig {
 
     /// Every setting; the catalog is left empty when its DSN is a secret still to fetch.
     fn parse(get: impl Fn(&str) -> Option<String>) -> Result<(Self, Option<SecretSource>)> {
-        let get = |k: &str| {
-            get(k)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let mut problems = Vec::new();
-        let dsn = get(DUCKLAKE_CATALOG_DSN);
-        let secret = get(DUCKLAKE_CATALOG_SECRET_ARN).map(|arn| SecretSource {
-            arn,
-            key: get(DUCKLAKE_CATALOG_SECRET_KEY)
-                .unwrap_or_else(|| DEFAULT_CATALOG_SECRET_KEY.to_owned()),
-        });
+        let mut settings = Settings::new(get);
+        let dsn = settings.get(DUCKLAKE_CATALOG_DSN);
+        let secret = settings
+            .get(DUCKLAKE_CATALOG_SECRET_ARN)
+            .map(|arn| SecretSource {
+                arn,
+                key: settings
+                    .get(DUCKLAKE_CATALOG_SECRET_KEY)
+                    .unwrap_or_else(|| DEFAULT_CATALOG_SECRET_KEY.to_owned()),
+            });
         match (&dsn, &secret) {
-            (None, None) => problems.push(format!(
+            (None, None) => settings.problem(format!(
                 "{DUCKLAKE_CATALOG_DSN} or {DUCKLAKE_CATALOG_SECRET_ARN} is required"
             )),
-            (Some(_), Some(_)) => problems.push(format!(
+            (Some(_), Some(_)) => settings.problem(format!(
                 "set {DUCKLAKE_CATALOG_DSN} or {DUCKLAKE_CATALOG_SECRET_ARN}, not both"
             )),
             _ => {}
         }
-        let catalog_host = get(DUCKLAKE_CATALOG_HOST);
+        let catalog_host = settings.get(DUCKLAKE_CATALOG_HOST);
         let host_ok = catalog_host.as_deref().is_none_or(is_hostname);
         if !host_ok {
-            problems.push(format!(
+            settings.problem(format!(
                 "{DUCKLAKE_CATALOG_HOST} must be a hostname or IPv4 address"
             ));
         }
@@ -222,46 +216,44 @@ impl LakeConfig {
             (Some(dsn), None) if host_ok => match catalog_for(dsn, catalog_host.as_deref()) {
                 Ok(catalog) => Some(catalog),
                 Err(problem) => {
-                    problems.push(problem);
+                    settings.problem(problem);
                     None
                 }
             },
             _ => None,
         };
-        let pg_connection_limit = match get(DUCKLAKE_PG_CONNECTION_LIMIT) {
+        let pg_connection_limit = match settings.get(DUCKLAKE_PG_CONNECTION_LIMIT) {
             None => None,
             Some(v) => match parse_connection_limit(&v) {
                 Some(n) => Some(n),
                 None => {
-                    problems.push(format!(
+                    settings.problem(format!(
                         "{DUCKLAKE_PG_CONNECTION_LIMIT} must be a positive integer"
                     ));
                     None
                 }
             },
         };
-        let data_path = get(DUCKLAKE_DATA_PATH);
+        let data_path = settings.get(DUCKLAKE_DATA_PATH);
         if let Some(p) = &data_path {
             if !(p.starts_with("s3://") || p.starts_with('/')) {
-                problems.push(format!(
+                settings.problem(format!(
                     "{DUCKLAKE_DATA_PATH} must be an absolute directory or s3:// URL"
                 ));
             }
         }
-        let threads = match get(DUCKDB_THREADS).map(|t| t.parse::<u32>()) {
+        let threads = match settings.get(DUCKDB_THREADS).map(|t| t.parse::<u32>()) {
             None => None,
             Some(Ok(0)) => None,
             Some(Ok(n)) => Some(n),
             Some(Err(_)) => {
-                problems.push(format!("{DUCKDB_THREADS} must be a whole number"));
+                settings.problem(format!("{DUCKDB_THREADS} must be a whole number"));
                 None
             }
         };
-        let read_only = parse_bool(&get, DUCKLAKE_READ_ONLY, &mut problems);
-        let encrypted = parse_bool(&get, LAKE_ENCRYPTION_ENABLED, &mut problems);
-        if !problems.is_empty() {
-            return Err(Error::Config(problems.join("; ")));
-        }
+        let read_only = settings.bool(DUCKLAKE_READ_ONLY, false);
+        let encrypted = settings.bool(LAKE_ENCRYPTION_ENABLED, false);
+        settings.check().map_err(Error::Config)?;
         let mut cfg = LakeConfig::new("", data_path.as_deref());
         if let Some(catalog) = catalog {
             cfg.catalog = catalog;
@@ -270,18 +262,20 @@ impl LakeConfig {
         cfg.pg_connection_limit = pg_connection_limit;
         cfg.read_only = read_only;
         cfg.encrypted = encrypted;
-        cfg.memory_limit = get(DUCKDB_MEMORY_LIMIT);
+        cfg.memory_limit = settings.get(DUCKDB_MEMORY_LIMIT);
         cfg.threads = threads;
-        cfg.temp_directory = get(DUCKDB_TEMP_DIRECTORY).map(PathBuf::from);
-        if let Some(dir) = get(DUCKDB_EXTENSION_DIR) {
+        cfg.temp_directory = settings.get(DUCKDB_TEMP_DIRECTORY).map(PathBuf::from);
+        if let Some(dir) = settings.get(DUCKDB_EXTENSION_DIR) {
             cfg.extension_dir = PathBuf::from(dir);
         }
         cfg.s3 = S3Config {
-            region: get(S3_AWS_REGION),
-            access_key_id: get(S3_AWS_ACCESS_KEY_ID),
-            secret_access_key: get(S3_AWS_SECRET_ACCESS_KEY),
-            endpoint: get(DUCKDB_S3_ENDPOINT).or_else(|| get(S3_ENDPOINT)),
-            kms_key_id: get(S3_KMS_KEY_ID),
+            region: settings.get(S3_AWS_REGION),
+            access_key_id: settings.get(S3_AWS_ACCESS_KEY_ID),
+            secret_access_key: settings.get(S3_AWS_SECRET_ACCESS_KEY),
+            endpoint: settings
+                .get(DUCKDB_S3_ENDPOINT)
+                .or_else(|| settings.get(S3_ENDPOINT)),
+            kms_key_id: settings.get(S3_KMS_KEY_ID),
         };
         Ok((cfg, secret))
     }
@@ -333,34 +327,11 @@ fn parse_connection_limit(value: &str) -> Option<u32> {
     value.parse::<u32>().ok().filter(|n| *n > 0)
 }
 
-fn parse_bool(
-    get: &impl Fn(&str) -> Option<String>,
-    key: &str,
-    problems: &mut Vec<String>,
-) -> bool {
-    match get(key).map(|v| v.to_ascii_lowercase()) {
-        None => false,
-        Some(v) if matches!(v.as_str(), "1" | "true" | "yes" | "on") => true,
-        Some(v) if matches!(v.as_str(), "0" | "false" | "no" | "off") => false,
-        Some(_) => {
-            problems.push(format!("{key} must be true or false"));
-            false
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
-    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
+    use dq_config::pairs_lookup as lookup;
 
     #[test]
     fn reports_every_problem_at_once() {

@@ -1,5 +1,29 @@
 //! The lake crate's error type. DuckDB messages are stored already redacted (see
 //! [`crate::redact`]), so an `Error` can be logged or returned to a caller as it is.
+//!
+//! Also the [`ReadErrorCode`] of every failed read: it lives here, the lowest crate both read
+//! engines (`dq-query`, `dq-rawquery`) share, so neither depends on the other and each
+//! transport (gRPC in `dq-fetch`, GraphQL in `dq-graphql`) maps one code, once.
+
+/// Stable machine code of a failed read. Each read error type names its code in one method;
+/// transports map the code, never the error's variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReadErrorCode {
+    /// Nothing matched the request.
+    NotFound,
+    /// The request itself is invalid; its text says why.
+    InvalidArgument,
+    /// The request asks for more than one call may take (the payload budget).
+    ResourceExhausted,
+    /// The request's deadline passed.
+    DeadlineExceeded,
+    /// The lake, the blob store or the service failed; never the caller's fault.
+    Internal,
+}
+
+/// What a client is told about a failed lake query; the redacted detail
+/// goes to the log.
+pub const DB_FAILURE: &str = "failed to query db";
 
 /// Errors from opening and using the lake.
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +71,7 @@ pub enum Error {
     },
     /// The catalog DSN could not be read from Secrets Manager.
     #[error("catalog DSN secret: {0}")]
-    Secret(#[source] secrets::Error),
+    Secret(#[source] dq_secrets::Error),
     /// The request was given up (its deadline passed or its caller went away) before this read
     /// started; see [`crate::interruptible`].
     #[error("read not started: the request was given up (deadline passed or caller gone)")]
@@ -68,13 +92,16 @@ impl Error {
         matches!(self, Error::Duckdb { message, .. } if is_auth_failure(message))
     }
 
-    /// True when the error is a DuckLake commit conflict, which a retry may resolve (din's
-    /// classification: the text mentions `conflict` or a TransactionContext error).
+    /// True when the error is a DuckLake commit conflict, which a retry may resolve: din's
+    /// classification (the text mentions `conflict` or a TransactionContext error), except on
+    /// an invalidated instance ([`crate::is_invalidated`]), which no retry on it can fix: that
+    /// must surface so the lake is reopened.
     pub fn is_commit_conflict(&self) -> bool {
         match self {
             Error::Duckdb { message, .. } => {
                 let m = message.to_ascii_lowercase();
-                m.contains("conflict") || m.contains("transactioncontext error")
+                (m.contains("conflict") || m.contains("transactioncontext error"))
+                    && !crate::is_invalidated(message)
             }
             _ => false,
         }
@@ -113,5 +140,31 @@ mod tests {
         assert!(!is_auth_failure(
             "FATAL: too many connections for role \"dq\""
         ));
+    }
+
+    fn duckdb(message: &str) -> Error {
+        Error::Duckdb {
+            context: "commit".into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn commit_conflicts_are_retryable_unless_the_instance_is_invalidated() {
+        for conflict in [
+            "TransactionContext Error: Failed to commit: write-write conflict",
+            "Transaction conflict: cannot update a table that has been altered",
+            "TransactionContext Error: Failed to commit DuckLake transaction",
+        ] {
+            assert!(duckdb(conflict).is_commit_conflict(), "{conflict}");
+        }
+        for other in [
+            "FATAL Error: Failed: database has been invalidated because of a previous fatal \
+             error. TransactionContext Error: Failed to commit: write-write conflict",
+            "IO Error: Connection refused",
+        ] {
+            assert!(!duckdb(other).is_commit_conflict(), "{other}");
+        }
+        assert!(!Error::Config("conflict".into()).is_commit_conflict());
     }
 }

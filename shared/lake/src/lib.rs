@@ -20,11 +20,11 @@ pub mod catalog;
 pub mod config;
 mod error;
 mod interrupt;
+mod pool;
 pub mod progress;
 pub mod raw;
 pub mod redact;
 pub mod retry;
-mod shared;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -33,10 +33,10 @@ use std::path::{Path, PathBuf};
 pub use catalog::Catalog;
 pub use config::{LakeConfig, S3Config};
 pub use duckdb;
-pub use error::{is_auth_failure, Error, Result};
+pub use error::{is_auth_failure, Error, ReadErrorCode, Result, DB_FAILURE};
 pub use interrupt::{given_up, interruptible};
+pub use pool::{is_invalidated, Pool, Pooled, SharedLake};
 pub use redact::Redactor;
-pub use shared::{is_invalidated, Pool, Pooled, SharedLake};
 
 /// The DuckLake catalog format version din and dq share. Anything else is refused, never migrated.
 pub const CATALOG_FORMAT_VERSION: &str = "1.0";
@@ -61,7 +61,7 @@ impl std::fmt::Debug for Lake {
 
 impl Lake {
     /// Opens an in-memory DuckDB, loads the pinned extensions from the extension directory (never
-    /// from the network), and attaches `lake` and `meta` as din does (din-raw §2.2). Refuses a
+    /// from the network), and attaches `lake` and `meta` as din does. Refuses a
     /// catalog whose format version is not [`CATALOG_FORMAT_VERSION`] and one whose encryption
     /// disagrees with the configuration.
     ///
@@ -274,7 +274,7 @@ impl Lake {
         )
     }
 
-    /// Refuses another catalog format version and an encryption mismatch (din-raw §1, §2.2 step 11).
+    /// Refuses another catalog format version and an encryption mismatch (din's checks too).
     fn check_catalog(&self) -> Result<()> {
         let read = |key: &str| -> Result<Option<String>> {
             let mut stmt = self
@@ -427,7 +427,7 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `CREATE OR REPLACE SECRET` for the data path (din-raw §2.2 step 8, dq-materializer §1.3).
+/// `CREATE OR REPLACE SECRET` for the data path, the one din creates.
 fn s3_secret_sql(s3: &S3Config) -> String {
     let mut parts = vec!["TYPE s3".to_owned()];
     match (&s3.access_key_id, &s3.secret_access_key) {

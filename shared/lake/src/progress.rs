@@ -1,5 +1,6 @@
 //! din's snapshot bookkeeping as seen by a consumer: `meta.din_consumer_progress` (the expiry
-//! floor, din-raw §3.2 and §6.3) and the catalog's snapshot list.
+//! floor: din keeps every snapshot at or after the oldest fresh consumer's) and the catalog's
+//! snapshot list.
 
 use chrono::{DateTime, Utc};
 
@@ -65,7 +66,7 @@ pub fn list(lake: &Lake) -> Result<Vec<ConsumerProgress>> {
     .map_err(|e| lake.error("read consumer progress", e))
 }
 
-/// The floor: the lowest snapshot among consumers updated within `staleness` (din-raw §6.3).
+/// The floor: the lowest snapshot among consumers updated within `staleness`.
 pub fn floor(lake: &Lake, staleness: chrono::Duration) -> Result<Option<i64>> {
     lake.conn()
         .query_row(

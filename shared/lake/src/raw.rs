@@ -1,4 +1,4 @@
-//! `lake.raw_events`, din's table (din-raw §3.1): the exact DDL, first-creation-only layout, the
+//! `lake.raw_events`, din's table: the exact DDL, first-creation-only layout, the
 //! layout as the catalog records it, and the Arrow schema of its rows (column order is the
 //! contract: din's appender writes positionally).
 

@@ -35,8 +35,8 @@ impl TestLake {
         let data = dir.path().join("data");
         let dsn = match backend {
             Backend::File => dir.path().join("catalog.ducklake").display().to_string(),
-            Backend::Postgres => testkit::shared_postgres()
-                .create_database(&testkit::unique_name("lake"))
+            Backend::Postgres => dq_testkit::shared_postgres()
+                .create_database(&dq_testkit::unique_name("lake"))
                 .expect("create test database"),
         };
         let mut config = LakeConfig::new(&dsn, Some(&data.display().to_string()));
@@ -72,7 +72,7 @@ impl TestLake {
 pub fn extension_dir() -> PathBuf {
     std::env::var_os(crate::config::DUCKDB_EXTENSION_DIR)
         .map(PathBuf::from)
-        .unwrap_or_else(|| testkit::workspace_root().join(".extensions"))
+        .unwrap_or_else(|| dq_testkit::workspace_root().join(".extensions"))
 }
 
 /// Instantiates each listed test body once per backend: `backend_tests!(name, ...)` expects a

@@ -5,14 +5,15 @@
 
 use std::time::Duration;
 
+use dq_config::{parse_seconds_or_go_duration, Settings};
+
 use crate::{LeaseError, Result};
 
 /// DynamoDB table holding the lease item; unset selects the local lock-file lease.
 pub const MATERIALIZER_LEASE_TABLE: &str = "MATERIALIZER_LEASE_TABLE";
 /// The lease's partition key value; defaults to [`DEFAULT_LEASE_ID`]. One per catalog.
 pub const MATERIALIZER_LEASE_ID: &str = "MATERIALIZER_LEASE_ID";
-/// Lease time-to-live: whole seconds with an optional `s`, `m` or `h` suffix (`120`, `120s`,
-/// `2m`); defaults to [`DEFAULT_TTL`], at least [`MIN_TTL`].
+/// Lease time-to-live: whole seconds or a Go duration (`120`, `120s`, `2m`, `1m30s`); defaults to [`DEFAULT_TTL`], at least [`MIN_TTL`].
 pub const MATERIALIZER_LEASE_TTL: &str = "MATERIALIZER_LEASE_TTL";
 /// How long a maintenance action waits for a held lease, asking its holder to yield, before it
 /// gives up with [`crate::LeaseError::WaitExpired`]: a Go duration (`90s`, `5m`, `1m30s`);
@@ -99,34 +100,29 @@ impl std::fmt::Debug for LeaseConfig {
 impl LeaseConfig {
     /// Reads the settings from the process environment.
     pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|key| std::env::var(key).ok())
+        Self::from_lookup(dq_config::env_lookup)
     }
 
     /// Reads the settings through `get` (the environment in production, a map in tests). Blank
     /// values count as unset; every malformed key is reported at once.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
-        let get = |key: &str| {
-            get(key)
-                .map(|value| value.trim().to_owned())
-                .filter(|value| !value.is_empty())
-        };
-        let mut problems = Vec::new();
-        let table = get(MATERIALIZER_LEASE_TABLE);
+        let mut settings = Settings::new(get);
+        let table = settings.get(MATERIALIZER_LEASE_TABLE);
         if let Some(table) = &table {
             if !valid_table_name(table) {
-                problems.push(format!(
+                settings.problem(format!(
                     "{MATERIALIZER_LEASE_TABLE} must be 3 to 255 letters, digits, `_`, `-` or `.`"
                 ));
             }
         }
-        let ttl = match get(MATERIALIZER_LEASE_TTL) {
+        let ttl = match settings.get(MATERIALIZER_LEASE_TTL) {
             None => DEFAULT_TTL,
-            Some(text) => match parse_duration(&text) {
-                Some(ttl) if (MIN_TTL..=MAX_TTL).contains(&ttl) => ttl,
+            Some(text) => match parse_seconds_or_go_duration(&text) {
+                Ok(ttl) if (MIN_TTL..=MAX_TTL).contains(&ttl) => ttl,
                 _ => {
-                    problems.push(format!(
-                        "{MATERIALIZER_LEASE_TTL} must be whole seconds with an optional s, m or h \
-                         suffix, between {}s and {}s",
+                    settings.problem(format!(
+                        "{MATERIALIZER_LEASE_TTL} must be whole seconds or a Go duration (120, \
+                         2m, 1m30s), between {}s and {}s",
                         MIN_TTL.as_secs(),
                         MAX_TTL.as_secs()
                     ));
@@ -134,12 +130,12 @@ impl LeaseConfig {
                 }
             },
         };
-        let wait = match get(MATERIALIZER_LEASE_WAIT) {
+        let wait = match settings.get(MATERIALIZER_LEASE_WAIT) {
             None => Duration::ZERO,
-            Some(text) => match parse_duration(&text) {
-                Some(wait) if wait <= MAX_WAIT => wait,
+            Some(text) => match parse_seconds_or_go_duration(&text) {
+                Ok(wait) if wait <= MAX_WAIT => wait,
                 _ => {
-                    problems.push(format!(
+                    settings.problem(format!(
                         "{MATERIALIZER_LEASE_WAIT} must be a duration like 90s, 5m or 1m30s, at \
                          most {}s",
                         MAX_WAIT.as_secs()
@@ -148,16 +144,23 @@ impl LeaseConfig {
                 }
             },
         };
-        if !problems.is_empty() {
-            return Err(LeaseError::Config(problems.join("; ")));
-        }
+        let lease_id = settings
+            .get(MATERIALIZER_LEASE_ID)
+            .unwrap_or_else(|| DEFAULT_LEASE_ID.to_owned());
+        let endpoint = settings
+            .get(DYNAMODB_ENDPOINT)
+            .or_else(|| settings.get(AWS_ENDPOINT_URL));
+        let region = settings
+            .get(AWS_REGION)
+            .unwrap_or_else(|| DEFAULT_REGION.to_owned());
+        settings.check().map_err(LeaseError::Config)?;
         Ok(LeaseConfig {
             table,
-            lease_id: get(MATERIALIZER_LEASE_ID).unwrap_or_else(|| DEFAULT_LEASE_ID.to_owned()),
+            lease_id,
             ttl,
             wait,
-            endpoint: get(DYNAMODB_ENDPOINT).or_else(|| get(AWS_ENDPOINT_URL)),
-            region: get(AWS_REGION).unwrap_or_else(|| DEFAULT_REGION.to_owned()),
+            endpoint,
+            region,
             access_key_id: None,
             secret_access_key: None,
         })
@@ -177,47 +180,11 @@ pub(crate) fn valid_table_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
-/// A Go-style duration: one or more `<whole number><unit>` with units `h`, `m`, `s`, `ms`
-/// (`2m`, `1m30s`, `500ms`), or whole seconds without a unit (`120`); anything else → `None`.
-fn parse_duration(text: &str) -> Option<Duration> {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text.parse().ok().map(Duration::from_secs);
-    }
-    let mut rest = text;
-    let mut total = Duration::ZERO;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let amount: u64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-        let part = match &rest[..unit] {
-            "h" => Duration::from_secs(amount.checked_mul(3600)?),
-            "m" => Duration::from_secs(amount.checked_mul(60)?),
-            "s" => Duration::from_secs(amount),
-            "ms" => Duration::from_millis(amount),
-            _ => return None,
-        };
-        rest = &rest[unit..];
-        total = total.checked_add(part)?;
-    }
-    Some(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
-    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
+    use dq_config::pairs_lookup as lookup;
 
     #[test]
     fn unset_table_selects_the_local_lease_with_defaults() {
@@ -265,17 +232,21 @@ mod tests {
         assert!(err.contains(MATERIALIZER_LEASE_TTL), "{err}");
     }
 
+    /// The TTL and the wait take whole seconds or a Go duration (the toolkit's parser).
     #[test]
     fn parses_durations() {
-        assert_eq!(parse_duration("120"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("120s"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
-        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1500ms"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
-        for bad in ["", "s", "1.5m", "-3", "2d", "ten", "5s3", "m5"] {
-            assert_eq!(parse_duration(bad), None, "{bad}");
+        let ttl = |v: &str| LeaseConfig::from_lookup(lookup(&[(MATERIALIZER_LEASE_TTL, v)]));
+        let wait = |v: &str| LeaseConfig::from_lookup(lookup(&[(MATERIALIZER_LEASE_WAIT, v)]));
+        assert_eq!(ttl("120").unwrap().ttl, Duration::from_secs(120));
+        assert_eq!(ttl("120s").unwrap().ttl, Duration::from_secs(120));
+        assert_eq!(ttl("2m").unwrap().ttl, Duration::from_secs(120));
+        assert_eq!(ttl("1h").unwrap().ttl, Duration::from_secs(3600));
+        assert_eq!(ttl("1m30s").unwrap().ttl, Duration::from_secs(90));
+        assert_eq!(wait("1500ms").unwrap().wait, Duration::from_millis(1500));
+        assert_eq!(wait("0").unwrap().wait, Duration::ZERO);
+        for bad in ["s", "-3", "2d", "ten", "5s3", "m5"] {
+            assert!(ttl(bad).is_err(), "{bad}");
+            assert!(wait(bad).is_err(), "{bad}");
         }
     }
 

@@ -1,4 +1,4 @@
-//! The single-writer lease of the materializer Lambda (dq-materializer §0, §4.4).
+//! The single-writer lease of the materializer Lambda: one writer at a time commits decoded rows.
 //!
 //! EventBridge may invoke the materializer concurrently, or twice for one tick; exactly one
 //! invocation may write. An invocation [`Lease::acquire`]s the lease (a refusal,
@@ -35,12 +35,12 @@
 //!
 //! # Example
 //! ```no_run
-//! # async fn tick(request_id: &str) -> lease::Result<()> {
-//! let lease = lease::Lease::from_env("/var/lake/materializer.lease").await?; // at cold start
+//! # async fn tick(request_id: &str) -> dq_lease::Result<()> {
+//! let lease = dq_lease::Lease::from_env("/var/lake/materializer.lease").await?; // at cold start
 //! let lease = lease.for_invocation(request_id);
 //! let guard = match lease.acquire(lease.ttl()).await {
 //!     Ok(guard) => guard,
-//!     Err(lease::LeaseError::Held { .. }) => return Ok(()), // a peer is running
+//!     Err(dq_lease::LeaseError::Held { .. }) => return Ok(()), // a peer is running
 //!     Err(other) => return Err(other),
 //! };
 //! // ... decode a window ...

@@ -7,10 +7,10 @@
 pub enum Error {
     /// A lake (DuckDB/DuckLake) operation failed; the message is redacted.
     #[error(transparent)]
-    Lake(#[from] lake::Error),
+    Lake(#[from] dq_lake::Error),
     /// A blob fetch failed in a way a retry may clear; the pass aborts so the same delta is retried.
     #[error("transient blob store failure, pass aborted: {0}")]
-    TransientBlob(#[source] blob::BlobError),
+    TransientBlob(#[source] dq_blob::BlobError),
     /// A row references a blob but no blob store is configured (`BLOB_BUCKET`).
     #[error("row `{id}` references a blob but BLOB_BUCKET is not set")]
     NoBlobStore {
@@ -19,7 +19,7 @@ pub enum Error {
     },
     /// The lease was lost or could not be renewed; nothing was committed.
     #[error("materializer lease lost: {0}")]
-    Lease(#[from] lease::LeaseError),
+    Lease(#[from] dq_lease::LeaseError),
     /// Building an Arrow batch failed.
     #[error("build arrow batch for `{table}`: {message}")]
     Arrow {

@@ -5,11 +5,11 @@
 
 use chrono::{DateTime, Utc};
 use dq_cloudevent::RawRow;
-use lake::duckdb::{params_from_iter, Connection};
-use lake::Lake;
+use dq_lake::duckdb::{params_from_iter, Connection};
+use dq_lake::Lake;
 
-use crate::keys::FEED_KEYSET;
 use crate::Result;
+use dq_tables::keys::FEED_KEYSET;
 
 /// Where raw rows come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,10 +60,7 @@ impl FeedRow {
 const COLUMNS: &str = "subject, \"time\", type, id, source, producer, data_content_type, \
     data_version, extras, data, data_base64, data_index_key, voids_id, rowid";
 
-/// A timestamp literal DuckDB casts to TIMESTAMPTZ exactly (µs, UTC).
-pub fn ts_literal(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string()
-}
+pub use dq_cloudevent::time::sql_literal as ts_literal;
 
 /// Reads up to `limit` rows after `after` in keyset order, stopping early once the rows' inline
 /// payloads (`data`, `data_base64`) reach `max_bytes`. One statement per call: the keyset sort
@@ -93,7 +90,7 @@ pub fn read_chunk(
             )],
         ),
     };
-    let mut params: Vec<lake::duckdb::types::Value> = Vec::new();
+    let mut params: Vec<dq_lake::duckdb::types::Value> = Vec::new();
     if let Some(k) = after {
         filter.push(
             "(subject > ? OR (subject = ? AND (\"time\" > ?::TIMESTAMPTZ OR (\"time\" = ?::TIMESTAMPTZ \
@@ -126,7 +123,7 @@ pub fn read_chunk(
             let time: DateTime<Utc> = r.get(1)?;
             let id: Option<String> = r.get(3)?;
             let id = id.unwrap_or_default();
-            let s = |i: usize| -> lake::duckdb::Result<String> {
+            let s = |i: usize| -> dq_lake::duckdb::Result<String> {
                 Ok(r.get::<_, Option<String>>(i)?.unwrap_or_default())
             };
             let row = RawRow {

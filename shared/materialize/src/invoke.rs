@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use dq_config::parse_go_duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::config::parse_go_duration;
 use crate::{Error, LeaseSession, Materializer, Result, RunSummary};
 
 /// A materializer request.
@@ -120,6 +120,7 @@ pub async fn invoke(
             let chunk = match chunk {
                 None => DEFAULT_BACKFILL_CHUNK,
                 Some(text) => parse_go_duration(text)
+                    .ok()
                     .filter(|c| *c >= Duration::from_secs(1))
                     .ok_or_else(|| Error::InvalidRequest {
                         action: "backfill",
@@ -133,7 +134,7 @@ pub async fn invoke(
         }
         Action::Prune { retention } => {
             let retention = match retention {
-                Some(text) => parse_go_duration(text).ok_or_else(|| Error::InvalidRequest {
+                Some(text) => parse_go_duration(text).map_err(|_| Error::InvalidRequest {
                     action: "prune",
                     reason: format!("retention `{text}` is not a duration like 8760h"),
                 })?,

@@ -1,6 +1,6 @@
 //! The materializer protocol: turns din's `lake.raw_events` change feed into the decoded tables
 //! `lake.signals` / `lake.events` and their rollups, exactly once, under a single-writer lease
-//! (dq-materializer §2–9; issue 4 where it differs from the Go system).
+//! (the Go system's protocol; issue 4 where it differs).
 //!
 //! A *span* is the inserts of raw_events snapshots `(cursor, to]`, `to` bounded by
 //! `MATERIALIZER_MAX_SNAPSHOT_SPAN`. It is read in keyset-ordered windows bounded by rows and
@@ -13,13 +13,11 @@
 //! commit instead of letting both append the same rows.
 //!
 //! Not here: decoding payloads (`decode`), fetching blobs (`blob`), the lease's storage
-//! (`lease`), the Lambda adapter (`functions/materializer`), serving reads (the query crate,
-//! which reuses [`keys`]).
+//! (`lease`), the Lambda adapter (`functions/materializer`), serving reads (`dq-query`), the
+//! tables' columns, layout, dedup keys and rollup definitions (`dq-tables`, shared with the read side).
 //!
 //! # Layout
 //! - [`config`]: environment keys and [`Config`].
-//! - [`schema`]: dq's tables, first-creation-only layout, the cursor row.
-//! - [`keys`]: the dedup/write keys (§5), defined once.
 //! - [`feed`]: change-feed and time-range reads with a total keyset.
 //! - [`resolve`]: extras, blobs (poison vs transient), base64 payloads, tombstones.
 //! - [`write`]: Arrow staging and the window transaction.
@@ -36,12 +34,10 @@ pub mod config;
 mod error;
 pub mod feed;
 pub mod invoke;
-pub mod keys;
 pub mod metrics;
 mod pass;
 pub mod resolve;
 pub mod rollup;
-pub mod schema;
 pub mod summary;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -49,7 +45,7 @@ pub mod write;
 
 pub use config::Config;
 pub use error::{Error, Result};
-pub use pass::{Clock, LeaseSession, Materializer, MaterializerBuilder, SystemClock};
+pub use pass::{LeaseSession, Materializer, MaterializerBuilder};
 pub use summary::{
     AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
 };

@@ -1,5 +1,5 @@
 //! Metrics as CloudWatch Embedded Metric Format lines (encoded by `dq-metrics`, written to
-//! stdout; the Lambda log stream turns them into metrics). Names follow dq-materializer §12.1
+//! stdout; the Lambda log stream turns them into metrics). Names are the Go materializer's
 //! without the Prometheus prefix; the namespace is [`NAMESPACE`], aggregated per stage and per
 //! stage and function ([`DIMENSIONS`]), so stages sharing an account stay apart.
 

@@ -1,27 +1,27 @@
-//! [`Materializer`]: the pass (dq-materializer §4), drains, backfill (§9), prune (§7), audit.
+//! [`Materializer`]: the pass, drains, backfill, retention prune, audit.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use blob::BlobStore;
 use chrono::{DateTime, Utc};
+use dq_blob::BlobStore;
 use dq_cloudevent::{types, RawEvent};
 use dq_decode::decode_batch;
-use lake::duckdb::Connection;
-use lake::{progress, quote, Lake};
-use lease::{Lease, LeaseGuard};
+use dq_lake::duckdb::Connection;
+use dq_lake::{progress, quote, Lake};
+use dq_lease::{Clock, Lease, LeaseGuard, SystemClock};
 use tracing::{debug, error, info, instrument, warn};
 
 use crate::config::{Config, CONSUMER};
 use crate::feed::{self, FeedRow, Keyset, Source};
 use crate::resolve::{self, Voided};
-use crate::schema::{self, CURSOR_PARTITION};
 use crate::summary::{
     AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
 };
 use crate::write::{self, ProgressCas, WindowPlan};
 use crate::{metrics, rollup, Error, Result};
+use dq_tables::schema::{self, CURSOR_PARTITION};
 
 /// Retries of a backfill window or prune transaction that lost a race with a concurrent writer.
 const CONFLICT_ATTEMPTS: u64 = 5;
@@ -32,20 +32,10 @@ pub const PROGRESS_INTERVAL: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// Idle keepalive of the consumer-progress row (Go `progressKeepaliveInterval`).
 pub const PROGRESS_KEEPALIVE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
 
-/// Wall-clock source ("now" for decode skew, lag, retention, progress throttling).
-pub trait Clock: Send + Sync + std::fmt::Debug {
-    /// The current time.
-    fn now(&self) -> DateTime<Utc>;
-}
-
-/// The system clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
-        Utc::now()
-    }
+/// "Now" for decode skew, lag, retention and progress throttling, from the one [`Clock`] the
+/// lease uses too (millisecond precision is plenty for all four).
+fn now(clock: &dyn Clock) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(clock.now_millis()).unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 /// A held lease for one invocation: renewed between windows, checked right before each commit.
@@ -63,14 +53,14 @@ impl std::fmt::Debug for LeaseSession {
 }
 
 impl LeaseSession {
-    /// Acquires `lease` for its TTL; [`lease::LeaseError::Held`] means a peer is running.
-    pub async fn acquire(lease: Lease) -> lease::Result<LeaseSession> {
+    /// Acquires `lease` for its TTL; [`dq_lease::LeaseError::Held`] means a peer is running.
+    pub async fn acquire(lease: Lease) -> dq_lease::Result<LeaseSession> {
         LeaseSession::acquire_waiting(lease, Duration::ZERO).await
     }
 
     /// [`LeaseSession::acquire`], waiting up to `wait` for a held lease while asking its holder
-    /// to yield ([`Lease::acquire_waiting`]); [`lease::LeaseError::WaitExpired`] when it did not.
-    pub async fn acquire_waiting(lease: Lease, wait: Duration) -> lease::Result<LeaseSession> {
+    /// to yield ([`Lease::acquire_waiting`]); [`dq_lease::LeaseError::WaitExpired`] when it did not.
+    pub async fn acquire_waiting(lease: Lease, wait: Duration) -> dq_lease::Result<LeaseSession> {
         let guard = lease.acquire_waiting(lease.ttl(), wait).await?;
         Ok(LeaseSession {
             lease,
@@ -79,7 +69,7 @@ impl LeaseSession {
     }
 
     /// The invocation waiting for this lease, as of the last renewal (see
-    /// [`lease::LeaseGuard::yield_requested_by`]).
+    /// [`dq_lease::LeaseGuard::yield_requested_by`]).
     pub fn yield_requested_by(&self) -> Option<String> {
         self.guard().yield_requested_by().map(str::to_owned)
     }
@@ -169,7 +159,7 @@ impl<'a> Writer<'a> {
     async fn check(&self) -> Result<()> {
         match self.lease {
             Some(l) => match l.check().await {
-                Err(Error::Lease(lease::LeaseError::Expiring { .. })) => {
+                Err(Error::Lease(dq_lease::LeaseError::Expiring { .. })) => {
                     l.renew().await?;
                     l.check().await
                 }
@@ -250,7 +240,7 @@ impl MaterializerBuilder {
         self
     }
 
-    /// The clock (default [`SystemClock`]).
+    /// The clock (default [`SystemClock`]; tests pass a [`dq_lease::ManualClock`]).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
@@ -262,7 +252,7 @@ impl MaterializerBuilder {
         self
     }
 
-    /// Creates dq's tables where missing (§2) and returns the materializer.
+    /// Creates dq's tables where missing and returns the materializer.
     pub fn build(self) -> Result<Materializer> {
         let report = schema::ensure(&self.lake)?;
         if !report.created.is_empty() {
@@ -327,7 +317,7 @@ impl Materializer {
     }
 
     /// Recovers from a failed invocation: when `error` says DuckDB invalidated the instance
-    /// ([`lake::is_invalidated`]; a catalog restart mid-commit), every later statement would
+    /// ([`dq_lake::is_invalidated`]; a catalog restart mid-commit), every later statement would
     /// fail too, so the lake is replaced by a freshly opened one from the same config. Commits
     /// are in the lake, so nothing else carries over; the old instance is abandoned, never
     /// destroyed ([`Lake::abandon`]: the interrupted commit's transaction is still open in it).
@@ -360,7 +350,7 @@ impl Materializer {
         &self.config
     }
 
-    /// The cursor (§4.6). A missing row is re-seeded and read as 0 (re-decoding is idempotent);
+    /// The cursor. A missing row is re-seeded and read as 0 (re-decoding is idempotent);
     /// without that self-heal every CAS would match nothing and dq would look caught up forever.
     pub fn cursor(&self) -> Result<i64> {
         self.progress_row().map(|(cursor, _)| cursor)
@@ -386,7 +376,7 @@ impl Materializer {
                     partition = CURSOR_PARTITION,
                     "cursor row missing, re-seeding at 0"
                 );
-                lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
+                dq_lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
                 Ok((0, None))
             }
             Some((None, fence)) => Ok((0, *fence)),
@@ -415,11 +405,11 @@ impl Materializer {
             .map_err(|e| self.lake.error("read head snapshot", e).into())
     }
 
-    /// Reports `id` to din's consumer floor (§4.7): hot path throttled to one per 5 s and only on
+    /// Reports `id` to din's consumer floor: hot path throttled to one per 5 s and only on
     /// change; `now` (caught up, reset) reports a change at once and re-stamps an unchanged id
     /// every 5 min. Best effort: a failure is logged and retried later.
     fn report_progress(&self, id: i64, now_mode: bool) {
-        let now = self.clock.now();
+        let now = now(self.clock.as_ref());
         let mut st = self.progress.lock().unwrap_or_else(|p| p.into_inner());
         let changed = st.reported != Some(id);
         let due = if now_mode {
@@ -443,7 +433,7 @@ impl Materializer {
         }
     }
 
-    /// Runs one span (§4.1–4.5) under `lease`, if given.
+    /// Runs one span under `lease`, if given.
     pub async fn run_span(&self, lease: Option<&LeaseSession>) -> Result<SpanSummary> {
         self.run_span_as(Writer::of(lease)?).await
     }
@@ -456,7 +446,7 @@ impl Materializer {
             lease: lease.map(LeaseSession::info),
             ..SpanSummary::default()
         };
-        if !lake::raw::exists(&self.lake)? {
+        if !dq_lake::raw::exists(&self.lake)? {
             s.outcome = Outcome::NoRawTable;
             info!("lake.raw_events does not exist yet; caught up");
             return Ok(s);
@@ -470,7 +460,7 @@ impl Materializer {
             self.report_progress(cur, true);
             return Ok(s);
         }
-        let now = self.clock.now();
+        let now = now(self.clock.as_ref());
         s.commit_lag_seconds = oldest_pending.map_or(0.0, |t| secs(now - t));
         if oldest > cur + 1 {
             return self.recover_expired(cur, oldest, s);
@@ -484,7 +474,7 @@ impl Materializer {
                 return Err(e)
             }
             Err(e) => {
-                // Classified by retention, never by the error text (§4.5).
+                // Classified by retention, never by the error text.
                 match self.position(cur) {
                     Ok((_, oldest, _)) if oldest > cur + 1 => {
                         return self.recover_expired(cur, oldest, s)
@@ -530,7 +520,7 @@ impl Materializer {
     /// din expired `(cur, oldest)`: skip exactly that prefix (never to head), count and log it.
     fn recover_expired(&self, cur: i64, oldest: i64, mut s: SpanSummary) -> Result<SpanSummary> {
         let new = oldest - 1;
-        lake::retry::on_conflict("reset cursor", || {
+        dq_lake::retry::on_conflict("reset cursor", || {
             self.lake
                 .conn()
                 .execute(
@@ -618,7 +608,7 @@ impl Materializer {
             let _ = window.raw_rows;
             if window.exhausted {
                 s.outcome = Outcome::Committed;
-                s.lag_seconds = oldest_event.map(|t| secs(self.clock.now() - t));
+                s.lag_seconds = oldest_event.map(|t| secs(now(self.clock.as_ref()) - t));
                 return Ok(());
             }
         }
@@ -690,14 +680,14 @@ impl Materializer {
             }
         }
         counts.raw_rows += raw as u64;
-        // Tombstones: of this window, and any already in the lake for these events (§ issue 4).
+        // Tombstones: of this window, and any already in the lake for these events (issue 4).
         let mut voided: BTreeSet<Voided> = plan.voided.clone();
         voided.extend(self.lake_tombstones(conn, &events)?);
         let before = events.len();
         events.retain(|e| !voided.contains(&(e.header.subject.clone(), e.header.id.clone())));
         counts.voided += (before - events.len()) as u64;
         let t0 = Instant::now();
-        let out = decode_batch(&events, &self.config.gate, self.clock.now());
+        let out = decode_batch(&events, &self.config.gate, now(self.clock.as_ref()));
         debug!(
             events = events.len(),
             took_ms = t0.elapsed().as_millis() as u64,
@@ -766,7 +756,7 @@ impl Materializer {
             .map_err(|e| self.lake.error("begin window", e))?;
         let applied = match write::apply(&self.lake, &tx, plan) {
             Ok(a) => a,
-            Err(Error::Lake(e)) if is_lost_race(&e) => return Ok(Commit::Moved),
+            Err(Error::Lake(e)) if e.is_commit_conflict() => return Ok(Commit::Moved),
             Err(e) => return Err(e),
         };
         if !applied.progress_matched {
@@ -798,7 +788,7 @@ impl Materializer {
                         return Ok(Commit::Done(applied));
                     }
                 }
-                if is_lost_race(&err) {
+                if err.is_commit_conflict() {
                     return Ok(Commit::Moved);
                 }
                 Err(err.into())
@@ -875,7 +865,7 @@ impl Materializer {
             to,
             ..BackfillSummary::default()
         };
-        if !lake::raw::exists(&self.lake)? {
+        if !dq_lake::raw::exists(&self.lake)? {
             out.complete = true;
             return Ok(out);
         }
@@ -956,7 +946,7 @@ impl Materializer {
                         *fence = self.progress_row()?.1;
                     }
                     Commit::Moved => {
-                        return Err(Error::Lake(lake::Error::Config(
+                        return Err(Error::Lake(dq_lake::Error::Config(
                             "backfill window kept conflicting with a concurrent writer".into(),
                         )))
                     }
@@ -971,10 +961,10 @@ impl Materializer {
     /// Deletes decoded rows older than `retention`, oldest first, one UTC day (the tables' day
     /// partition) per transaction. Each transaction compare-and-swaps the progress row's fence
     /// like every write, deletes the day's rows, recomputes the touched subjects' rollup rows
-    /// (so rollups stay equal to the recompute; §7, stricter) and checks the lease right before
-    /// its commit. Between days it renews the lease and stops once `deadline` has passed, after
-    /// at least one day so every run makes progress: the summary then says `complete: false`,
-    /// and the next run continues from the oldest rows left.
+    /// (so rollups stay equal to the recompute, which Go's prune does not keep) and checks the
+    /// lease right before its commit. Between days it renews the lease and stops once `deadline`
+    /// has passed, after at least one day so every run makes progress: the summary then says
+    /// `complete: false`, and the next run continues from the oldest rows left.
     #[instrument(skip(self, lease))]
     pub async fn prune(
         &self,
@@ -982,7 +972,7 @@ impl Materializer {
         deadline: Option<Instant>,
         lease: Option<&LeaseSession>,
     ) -> Result<PruneSummary> {
-        let cutoff = self.clock.now()
+        let cutoff = now(self.clock.as_ref())
             - chrono::TimeDelta::from_std(retention).map_err(|_| Error::InvalidRequest {
                 action: "prune",
                 reason: "retention out of range".into(),
@@ -1060,13 +1050,13 @@ impl Materializer {
                     return Ok(chunk);
                 }
                 Ok(None) => {}
-                Err(Error::Lake(e)) if is_lost_race(&e) => {
+                Err(Error::Lake(e)) if e.is_commit_conflict() => {
                     warn!(error = %e, "prune chunk lost a commit race; retrying")
                 }
                 Err(e) => return Err(e),
             }
             if attempts == CONFLICT_ATTEMPTS {
-                return Err(Error::Lake(lake::Error::Config(
+                return Err(Error::Lake(dq_lake::Error::Config(
                     "prune chunk kept conflicting with a concurrent writer".into(),
                 )));
             }
@@ -1151,7 +1141,7 @@ impl Materializer {
             )?,
             ..AuditReport::default()
         };
-        if lake::raw::exists(&self.lake)? {
+        if dq_lake::raw::exists(&self.lake)? {
             let orphans = |table: &str, ty: &str| {
                 q(&format!(
                     "SELECT count(*) FROM lake.{table} d WHERE NOT EXISTS (SELECT 1 FROM lake.raw_events r \
@@ -1191,8 +1181,7 @@ impl Materializer {
     /// Writes EMF lines when enabled.
     pub fn emit(&self, m: &[metrics::Metric]) {
         if self.config.emf {
-            self.metrics
-                .emit_at(&[], m, self.clock.now().timestamp_millis());
+            self.metrics.emit_at(&[], m, self.clock.now_millis());
         }
     }
 
@@ -1200,12 +1189,6 @@ impl Materializer {
     pub fn metrics(&self) -> Option<&dq_metrics::Emitter> {
         self.config.emf.then_some(&self.metrics)
     }
-}
-
-/// A peer committed first (the one commit-conflict classification, [`lake::Error::is_commit_conflict`]),
-/// unless the DuckDB instance was invalidated: that must surface so the lake is reopened.
-fn is_lost_race(e: &lake::Error) -> bool {
-    e.is_commit_conflict() && !lake::is_invalidated(&e.to_string())
 }
 
 /// What one prune transaction deleted.
@@ -1224,7 +1207,7 @@ fn chunk_end(t: DateTime<Utc>, chunk: Duration) -> DateTime<Utc> {
         .div_euclid(step)
         .saturating_add(1)
         .saturating_mul(step);
-    DateTime::from_timestamp_micros(next).unwrap_or(DateTime::<Utc>::MAX_UTC)
+    dq_cloudevent::time::from_micros_saturating(next)
 }
 
 fn secs(d: chrono::TimeDelta) -> f64 {
@@ -1235,6 +1218,17 @@ fn secs(d: chrono::TimeDelta) -> f64 {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn now_reads_the_lease_clock() {
+        let clock = dq_lease::ManualClock::at_secs(1_750_000_000);
+        clock.advance(Duration::from_millis(250));
+        assert_eq!(
+            now(&clock),
+            Utc.timestamp_opt(1_750_000_000, 250_000_000).unwrap()
+        );
+        assert!(now(&SystemClock) > Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap());
+    }
 
     #[test]
     fn chunks_end_at_the_next_multiple_of_their_length() {

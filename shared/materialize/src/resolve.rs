@@ -1,12 +1,12 @@
-//! From raw rows to decodable events (dq-materializer §3.1–3.2): extras restored, blob payloads
-//! fetched (poison vs. transient exactly as §3.2's table), `data_base64` decoded, tombstones
+//! From raw rows to decodable events: extras restored, blob payloads fetched (a missing or
+//! unreadable object is poison, a store outage transient), `data_base64` decoded, tombstones
 //! collected. Poison is data: counted by reason and the row skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use base64::Engine;
-use blob::{BlobStore, MAX_OBJECT_SIZE};
+use dq_blob::{BlobStore, MAX_OBJECT_SIZE};
 use dq_cloudevent::{types, RawEvent, RawRow};
 
 use crate::{Error, Result};
@@ -48,7 +48,7 @@ const ACCESS_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(5
 /// Reads `key`, retrying an access refusal (403, KMS) with backoff until `attempts` were made.
 /// The attempts are made here, within one window, rather than counted across invocations: no
 /// per-row state is kept, and a refusal that outlasts them is given up as poison by the caller.
-async fn get_blob(store: &BlobStore, key: &str, attempts: usize) -> blob::Result<Vec<u8>> {
+async fn get_blob(store: &BlobStore, key: &str, attempts: usize) -> dq_blob::Result<Vec<u8>> {
     let mut pause = ACCESS_BACKOFF;
     let mut attempt = 1;
     loop {
@@ -132,7 +132,7 @@ pub async fn resolve(
             }
             while let Some(joined) = set.join_next().await {
                 let (slot, got) = joined.map_err(|e| {
-                    Error::TransientBlob(blob::BlobError::Transient {
+                    Error::TransientBlob(dq_blob::BlobError::Transient {
                         key: String::new(),
                         message: e.to_string(),
                     })

@@ -1,4 +1,4 @@
-//! The rollups `lake.signals_latest` and `lake.events_latest` (dq-materializer §6.1, §6.4).
+//! The rollups `lake.signals_latest` and `lake.events_latest`.
 //!
 //! The full recompute from the deduplicated base ([`signals_latest_select`],
 //! [`events_latest_select`]) is the definition. Every write transaction that touches base rows
@@ -8,68 +8,15 @@
 
 use std::collections::BTreeSet;
 
-use lake::duckdb::Connection;
-use lake::{quote, Lake};
+use dq_lake::duckdb::Connection;
+use dq_lake::{quote, Lake};
 
-use crate::keys::{events_deduped, signals_deduped, signals_deduped_from};
-use crate::schema::{column_list, EVENTS_LATEST_COLUMNS, SIGNALS_LATEST_COLUMNS};
 use crate::Result;
-
-const HAS_FIX: &str = "loc_lat <> 0 OR loc_lon <> 0";
-
-/// The `signals_latest` recompute over the R1-deduplicated base restricted by `filter`, columns
-/// in [`SIGNALS_LATEST_COLUMNS`] order. Value and location advance independently; `loc_ts` is
-/// the epoch when a key never had a fix.
-pub fn signals_latest_select(filter: &str) -> String {
-    signals_latest_over(&signals_deduped(filter))
-}
-
-/// The rollup aggregate over any R1-deduplicated signals query.
-fn signals_latest_over(deduped: &str) -> String {
-    let loc = |c: &str| {
-        format!("coalesce(arg_max({c}, \"timestamp\") FILTER (WHERE {HAS_FIX}), 0) AS {c}")
-    };
-    format!(
-        "SELECT subject, any_value(subject_bucket) AS subject_bucket, name, \
-         max(\"timestamp\") AS \"timestamp\", \
-         arg_max(value_number, \"timestamp\") AS value_number, \
-         arg_max(value_string, \"timestamp\") AS value_string, \
-         {}, {}, {}, {}, \
-         coalesce(max(\"timestamp\") FILTER (WHERE {HAS_FIX}), to_timestamp(0)) AS loc_ts, \
-         count(*) AS \"count\", min(\"timestamp\") AS first_seen, max(\"timestamp\") AS last_seen \
-         FROM ({}) GROUP BY subject, name",
-        loc("loc_lat"),
-        loc("loc_lon"),
-        loc("loc_hdop"),
-        loc("loc_heading"),
-        deduped
-    )
-}
-
-/// The `events_latest` recompute over the R2-deduplicated base restricted by `filter`.
-pub fn events_latest_select(filter: &str) -> String {
-    format!(
-        "SELECT subject, any_value(subject_bucket) AS subject_bucket, name, count(*) AS \"count\", \
-         min(\"timestamp\") AS first_seen, max(\"timestamp\") AS last_seen \
-         FROM ({}) GROUP BY subject, name",
-        events_deduped(filter)
-    )
-}
-
-/// A predicate selecting `subjects` with a literal bucket list first, so DuckLake prunes files.
-pub fn subjects_filter(subjects: &BTreeSet<String>) -> String {
-    let buckets: BTreeSet<i32> = subjects
-        .iter()
-        .map(|s| dq_cloudevent::subject_bucket(s))
-        .collect();
-    let buckets: Vec<String> = buckets.iter().map(i32::to_string).collect();
-    let subjects: Vec<String> = subjects.iter().map(|s| quote(s)).collect();
-    format!(
-        "subject_bucket IN ({}) AND subject IN ({})",
-        buckets.join(", "),
-        subjects.join(", ")
-    )
-}
+use dq_tables::keys::signals_deduped_from;
+use dq_tables::latest::{
+    events_latest_select, signals_latest_over, signals_latest_select, subjects_filter,
+};
+use dq_tables::schema::{column_list, EVENTS_LATEST_COLUMNS, SIGNALS_LATEST_COLUMNS};
 
 /// Replaces both rollups' rows of `subjects` with their recompute, on `conn` (normally inside
 /// the caller's write transaction).
@@ -214,13 +161,13 @@ pub fn rebuild(lake: &Lake) -> Result<RebuildSummary> {
             .map_err(|e| lake.error("list buckets", e))?
     };
     for bucket in &buckets {
-        lake::retry::on_conflict("rebuild rollup bucket", || {
+        dq_lake::retry::on_conflict("rebuild rollup bucket", || {
             let tx = conn
                 .transaction()
                 .map_err(|e| lake.error("begin rollup rebuild", e))?;
             replace(lake, &tx, &format!("subject_bucket = {bucket}")).map_err(|e| match e {
                 crate::Error::Lake(l) => l,
-                other => lake::Error::Config(other.to_string()),
+                other => dq_lake::Error::Config(other.to_string()),
             })?;
             tx.commit()
                 .map_err(|e| lake.error("commit rollup rebuild", e))

@@ -5,12 +5,12 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use blob::BlobStore;
 use chrono::{TimeZone, Utc};
+use dq_blob::BlobStore;
 use dq_cloudevent::event::RawEvent;
 use dq_decode::rows::{EventRow, SignalRow};
 use dq_decode::{decode_batch, VehicleGate};
-use lake::Lake;
+use dq_lake::Lake;
 
 use crate::feed::{read_chunk, Source};
 

@@ -1,4 +1,4 @@
-//! Writing one window (dq-materializer §4.3–4.4, §5.2): decoded rows go from Arrow record
+//! Writing one window: decoded rows go from Arrow record
 //! batches through the DuckDB appender into per-connection TEMP staging tables (no parquet file
 //! on disk), then ONE lake transaction deletes rows of voided events, inserts the staged rows
 //! with an anti-join on the write key (W1, pruned by `subject_bucket` and the batch's time
@@ -11,20 +11,22 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use dq_decode::rows::{EventRow, SignalRow};
-use lake::duckdb::arrow::array::{
+use dq_lake::duckdb::arrow::array::{
     ArrayRef, Float64Builder, Int32Builder, ListBuilder, StringBuilder,
     TimestampMicrosecondBuilder, UInt64Builder,
 };
-use lake::duckdb::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use lake::duckdb::arrow::record_batch::RecordBatch;
-use lake::duckdb::Connection;
-use lake::{quote, Lake};
+use dq_lake::duckdb::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use dq_lake::duckdb::arrow::record_batch::RecordBatch;
+use dq_lake::duckdb::Connection;
+use dq_lake::{quote, Lake};
 
 use crate::feed::ts_literal;
-use crate::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_READ_KEY, SIGNAL_WRITE_KEY};
 use crate::resolve::Voided;
-use crate::schema::{create_sql, CURSOR_PARTITION, EVENT_COLUMNS, FENCE_COLUMN, SIGNAL_COLUMNS};
 use crate::{rollup, Error, Result};
+use dq_tables::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_READ_KEY, SIGNAL_WRITE_KEY};
+use dq_tables::schema::{
+    create_sql, CURSOR_PARTITION, EVENT_COLUMNS, FENCE_COLUMN, SIGNAL_COLUMNS,
+};
 
 const STAGE_SIGNALS: &str = "_dq_stage_signals";
 const STAGE_EVENTS: &str = "_dq_stage_events";
@@ -95,11 +97,22 @@ fn tstz() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 
-fn arrow_err(table: &'static str) -> impl Fn(lake::duckdb::arrow::error::ArrowError) -> Error {
+fn arrow_err(table: &'static str) -> impl Fn(dq_lake::duckdb::arrow::error::ArrowError) -> Error {
     move |e| Error::Arrow {
         table,
         message: e.to_string(),
     }
+}
+
+/// [`SIGNAL_WRITE_KEY`] of one decoded row, for deduplicating a window before it is staged (the
+/// same columns in the same order; `write_key_matches_columns` pins them together).
+pub fn signal_write_key(r: &SignalRow) -> (i32, &str, &str, i64) {
+    (
+        r.subject_bucket,
+        &r.cloud_event_id,
+        &r.name,
+        r.timestamp.timestamp_micros(),
+    )
 }
 
 /// The `lake.signals` rows as one Arrow batch, columns in table order.
@@ -232,7 +245,7 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<()> {
         let unique: Vec<&SignalRow> = plan
             .signals
             .iter()
-            .filter(|r| seen.insert(crate::keys::signal_write_key(r)))
+            .filter(|r| seen.insert(signal_write_key(r)))
             .collect();
         append(lake, conn, STAGE_SIGNALS, signal_batch(&unique)?)?;
     }
@@ -270,8 +283,9 @@ fn buckets<'a>(subjects: impl Iterator<Item = &'a str>) -> String {
         .join(", ")
 }
 
-/// The idempotent insert (§5.2): staged rows whose write key is not already at rest, one per key
-/// (the stage is deduplicated here unless `stage_is_unique`: signals are deduplicated in Rust).
+/// The idempotent insert (an anti-join on the write key): staged rows whose write key is not
+/// already at rest, one per key (the stage is deduplicated here unless `stage_is_unique`: signals
+/// are deduplicated in Rust).
 fn anti_join_select(
     table: &str,
     stage: &str,
@@ -336,7 +350,7 @@ pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> 
                 "UPDATE lake.ingest_progress SET cursor = ?, {FENCE_COLUMN} = ? \
                  WHERE partition = ? AND cursor = ? AND {FENCE_COLUMN} IS NOT DISTINCT FROM ?"
             ),
-            lake::duckdb::params![
+            dq_lake::duckdb::params![
                 to.to_string(),
                 cas.fence,
                 CURSOR_PARTITION,
@@ -349,7 +363,7 @@ pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> 
                 "UPDATE lake.ingest_progress SET {FENCE_COLUMN} = ? \
                  WHERE partition = ? AND {FENCE_COLUMN} IS NOT DISTINCT FROM ?"
             ),
-            lake::duckdb::params![cas.fence, CURSOR_PARTITION, cas.expected_fence],
+            dq_lake::duckdb::params![cas.fence, CURSOR_PARTITION, cas.expected_fence],
         ),
     }
     .map_err(|e| lake.error("compare-and-swap the progress row", e))?;
@@ -445,4 +459,34 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied>
         "rollups updated"
     );
     Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_key_matches_columns() {
+        // The Rust key lists the SQL key's columns in order.
+        assert_eq!(
+            SIGNAL_WRITE_KEY,
+            ["subject_bucket", "cloud_event_id", "name", "\"timestamp\""]
+        );
+        let row = SignalRow {
+            subject: "s".into(),
+            subject_bucket: 7,
+            name: "speed".into(),
+            timestamp: chrono::DateTime::from_timestamp_micros(42).unwrap(),
+            source: String::new(),
+            producer: String::new(),
+            cloud_event_id: "e".into(),
+            value_number: 1.0,
+            value_string: String::new(),
+            loc_lat: 0.0,
+            loc_lon: 0.0,
+            loc_hdop: 0.0,
+            loc_heading: 0.0,
+        };
+        assert_eq!(signal_write_key(&row), (7, "e", "speed", 42));
+    }
 }

@@ -24,16 +24,13 @@ pub struct Origin {
 impl Origin {
     /// From the process environment.
     pub fn from_env() -> Origin {
-        Origin::from_lookup(|k| std::env::var(k).ok())
+        Origin::from_lookup(dq_config::env_lookup)
     }
 
     /// From `lookup` (the environment in production); blank values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Origin {
-        let get = |k: &str| {
-            lookup(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let settings = dq_config::Settings::new(lookup);
+        let get = |k: &str| settings.get(k);
         Origin {
             stage: get(DQ_STAGE).unwrap_or_else(|| DEFAULT_STAGE.into()),
             function: get(AWS_LAMBDA_FUNCTION_NAME).unwrap_or_else(binary_name),
@@ -48,16 +45,6 @@ fn binary_name() -> String {
         .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into())
-}
-
-/// The boolean settings of dq (`MATERIALIZER_EMF`, `QUERY_EMF`): `1`/`true`/`yes` or
-/// `0`/`false`/`no`, any case, surrounding blanks ignored; `None` for anything else.
-pub fn parse_bool(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" => Some(true),
-        "0" | "false" | "no" => Some(false),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -80,21 +67,5 @@ mod tests {
         // Outside Lambda: this test binary's own name.
         let exe = std::env::current_exe().unwrap();
         assert_eq!(o.function, exe.file_stem().unwrap().to_string_lossy());
-    }
-
-    #[test]
-    fn booleans() {
-        for (v, want) in [
-            ("1", Some(true)),
-            (" TRUE ", Some(true)),
-            ("yes", Some(true)),
-            ("0", Some(false)),
-            ("False", Some(false)),
-            ("no", Some(false)),
-            ("on", None),
-            ("", None),
-        ] {
-            assert_eq!(parse_bool(v), want, "{v:?}");
-        }
     }
 }

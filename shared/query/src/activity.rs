@@ -1,6 +1,6 @@
-//! `segments` and `dailyActivity` over the lake (dq-query.md §3): the DuckDB
-//! [`segments::SignalSource`] ([`LakeSource`]), the ranges aggregation (§2.6), the ranges event
-//! counts (§2.9), the batched LocationsAt gap-fill (§2.10), and the two request pipelines that
+//! `segments` and `dailyActivity` over the lake: the DuckDB
+//! [`dq_segments::SignalSource`] ([`LakeSource`]), the ranges aggregation, the ranges event
+//! counts, the batched LocationsAt gap-fill, and the two request pipelines that
 //! put the pure detectors of crate `segments` together with those summaries.
 //!
 //! Statement budget per request (independent of how many segments or days there are):
@@ -11,15 +11,17 @@
 use crate::aggregate::{case_column, float_expr, location_expr, FloatAgg, Location, LocationAgg};
 use crate::{subject_predicate, ts_lit, Engine, Error, Result};
 use chrono::{DateTime, TimeDelta};
-use lake::duckdb::params;
-use lake::quote;
-use materialize::keys::{events_deduped, signals_deduped};
-use segments::signals::{merge_signal_requests, FloatAggregation, SignalRequest, LOCATION_SIGNAL};
-use segments::source::{IGNITION_LOOKBACK_DAYS, IGNITION_SIGNAL};
-use segments::{
+use dq_lake::duckdb::params;
+use dq_lake::quote;
+use dq_segments::signals::{
+    merge_signal_requests, FloatAggregation, SignalRequest, LOCATION_SIGNAL,
+};
+use dq_segments::source::{IGNITION_LOOKBACK_DAYS, IGNITION_SIGNAL};
+use dq_segments::{
     ActiveWindow, DailyActivityRequest, DayWindow, LevelSample, Segment, SegmentsRequest,
     SignalSource, StateChange, TimeRange, Ts, WindowSpec,
 };
+use dq_tables::keys::{events_deduped, signals_deduped};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How far back a gap-fill looks for a fix (`locationGapFillLookback`, ≈ 10 years).
@@ -221,7 +223,7 @@ impl SignalSource for LakeSource<'_> {
 }
 
 // ------------------------------------------------------------------------------------------
-// Ranges reads (§2.6, §2.9 ranges variant, §2.10)
+// Ranges reads
 // ------------------------------------------------------------------------------------------
 
 /// One range's answers of [`Engine::ranges_aggregate`]; an index missing from a map had no
@@ -256,25 +258,13 @@ fn global_window(ranges: &[(i64, i64)]) -> (i64, i64) {
     (from, to)
 }
 
-fn float_agg(a: FloatAggregation) -> FloatAgg {
-    match a {
-        FloatAggregation::Avg => FloatAgg::Avg,
-        FloatAggregation::Med => FloatAgg::Med,
-        FloatAggregation::Max => FloatAgg::Max,
-        FloatAggregation::Min => FloatAgg::Min,
-        FloatAggregation::Rand => FloatAgg::Rand,
-        FloatAggregation::First => FloatAgg::First,
-        FloatAggregation::Last => FloatAgg::Last,
-    }
-}
-
 /// A location fix is real unless it is exactly (0,0).
 fn real_fix(l: &Location) -> bool {
     l.latitude != 0.0 || l.longitude != 0.0
 }
 
 impl Engine {
-    /// The ranges aggregation (dq-query.md §2.6): ONE statement answering every float and
+    /// The ranges aggregation: ONE statement answering every float and
     /// location request for every `[from_µs, to_µs)` range; each row counts for the first range
     /// holding it. No source or value filters; (0,0) locations are kept. Result: one entry
     /// per range, in order.
@@ -376,7 +366,7 @@ impl Engine {
         Ok(out)
     }
 
-    /// Event counts per range (§2.9 ranges variant): ONE statement; deduped events, each in
+    /// Event counts per range: ONE statement; deduped events, each in
     /// the first range holding it, restricted to `names` when non-empty. One map per range.
     ///
     /// # Errors
@@ -431,7 +421,7 @@ impl Engine {
         Ok(out)
     }
 
-    /// Batched LocationsAt (dq-query.md §2.10): for every probe time, the nearest real
+    /// Batched LocationsAt: for every probe time, the nearest real
     /// (non-(0,0)) `currentLocationCoordinates` fix at or before it (deduped, ties → lowest
     /// cloud_event_id), at most [`LOCATION_GAP_FILL_LOOKBACK`] back; ONE `ASOF LEFT JOIN`
     /// statement for all probes. `None` where no fix qualifies.
@@ -513,7 +503,7 @@ impl Engine {
 }
 
 // ------------------------------------------------------------------------------------------
-// Request pipelines (§3.1, §3.5)
+// Request pipelines
 // ------------------------------------------------------------------------------------------
 
 /// A `segments` query: the detection request plus the summary requests.
@@ -596,10 +586,10 @@ struct RangeSummaries {
     last_fix: Vec<Option<Location>>,
 }
 
-fn map_segments_error(e: segments::Error) -> Error {
+fn map_segments_error(e: dq_segments::Error) -> Error {
     match e {
-        segments::Error::Invalid(v) => Error::BadRequest(v.to_string()),
-        segments::Error::Source { read, source } => match source.downcast::<Error>() {
+        dq_segments::Error::Invalid(v) => Error::BadRequest(v.to_string()),
+        dq_segments::Error::Source { read, source } => match source.downcast::<Error>() {
             Ok(e) => *e,
             Err(other) => Error::Database {
                 context: read.to_string(),
@@ -624,10 +614,8 @@ impl Engine {
         requests: &[SignalRequest],
         event_names: &[String],
     ) -> Result<RangeSummaries> {
-        let floats: Vec<(String, FloatAgg)> = requests
-            .iter()
-            .map(|r| (r.name.clone(), float_agg(r.agg)))
-            .collect();
+        let floats: Vec<(String, FloatAgg)> =
+            requests.iter().map(|r| (r.name.clone(), r.agg)).collect();
         let locations = [
             (LOCATION_SIGNAL.to_string(), LocationAgg::First),
             (LOCATION_SIGNAL.to_string(), LocationAgg::Last),
@@ -692,7 +680,7 @@ impl Engine {
         }
     }
 
-    /// Detects and summarises segments (§3.1 steps 1–9).
+    /// Detects and summarises segments.
     fn segment_summaries(
         &self,
         request: &SegmentsRequest,
@@ -700,8 +688,8 @@ impl Engine {
         event_names: &[String],
         now: Ts,
     ) -> Result<Vec<SegmentSummary>> {
-        let list =
-            segments::segments(&LakeSource::new(self), request, now).map_err(map_segments_error)?;
+        let list = dq_segments::segments(&LakeSource::new(self), request, now)
+            .map_err(map_segments_error)?;
         if list.segments.is_empty() {
             return Ok(Vec::new());
         }
@@ -740,13 +728,13 @@ impl Engine {
                 .signals
                 .iter()
                 .find(|v| {
-                    v.name == segments::signals::SPEED_SIGNAL && v.agg == FloatAggregation::Max
+                    v.name == dq_segments::signals::SPEED_SIGNAL && v.agg == FloatAggregation::Max
                 })
                 .map(|v| v.value)
         }))
     }
 
-    /// The `segments` query (dq-query.md §3.1): validation (raw BAD_REQUEST texts), detection
+    /// The `segments` query: validation (raw BAD_REQUEST texts), detection
     /// through [`LakeSource`], strict `after`, `limit`, summaries, batched gap-fill.
     ///
     /// # Errors
@@ -755,14 +743,14 @@ impl Engine {
         self.segment_summaries(&q.request, &q.signal_requests, &q.event_names, now)
     }
 
-    /// The `dailyActivity` query (dq-query.md §3.5): validated days in the IANA zone, the
+    /// The `dailyActivity` query: validated days in the IANA zone, the
     /// widened segments request, per-day overlap, and ONE batched aggregation / event count /
     /// LocationsAt for all days.
     ///
     /// # Errors
     /// [`Error::BadRequest`] for invalid requests, database failures.
     pub fn daily_activity(&self, q: &DailyActivityQuery, now: Ts) -> Result<Vec<DaySummary>> {
-        let plan = segments::plan_daily_activity(&q.request, now)
+        let plan = dq_segments::plan_daily_activity(&q.request, now)
             .map_err(|v| Error::BadRequest(v.to_string()))?;
         let segs =
             self.segment_summaries(&plan.segments, &q.signal_requests, &q.event_names, now)?;
@@ -770,7 +758,7 @@ impl Engine {
             return Ok(Vec::new());
         }
         let bare: Vec<Segment> = segs.iter().map(|s| s.segment).collect();
-        let activity = segments::daily_activity(&plan.days, &bare);
+        let activity = dq_segments::daily_activity(&plan.days, &bare);
         let requests = merge_signal_requests(q.request.mechanism, &q.signal_requests);
         let day_ranges: Vec<(i64, i64)> =
             plan.days.iter().map(|d| (us(d.start), us(d.end))).collect();

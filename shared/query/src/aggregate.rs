@@ -1,4 +1,4 @@
-//! The `signals` aggregation (dq-query.md §2.5): every alias of a request is answered by ONE
+//! The `signals` aggregation: every alias of a request is answered by ONE
 //! SQL statement — deduped, bucket-pruned rows joined to an inline VALUES table of requests,
 //! grouped by (`from`-aligned bucket, request kind, request index).
 
@@ -8,29 +8,14 @@ use crate::{
     GO_ZERO_TIME_US,
 };
 use dq_cloudevent::subject_bucket;
-use lake::duckdb::params;
-use lake::quote;
-use materialize::keys::signals_deduped_from;
+use dq_lake::duckdb::params;
+use dq_lake::quote;
+use dq_tables::keys::signals_deduped_from;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// `FloatAggregation`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FloatAgg {
-    /// `avg`
-    Avg,
-    /// exact `median`
-    Med,
-    /// `max`
-    Max,
-    /// `min`
-    Min,
-    /// `arg_max(v, random())`
-    Rand,
-    /// `arg_min(v, timestamp)`
-    First,
-    /// `arg_max(v, timestamp)`
-    Last,
-}
+/// `FloatAggregation`: one enum for `signals` and the segment summaries (the SQL of each value
+/// is [`float_expr`]).
+pub use dq_segments::signals::FloatAggregation as FloatAgg;
 
 /// `StringAggregation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,7 +134,7 @@ pub const MAX_REQUESTS_PER_KIND: usize = 65_535;
 pub const MAX_BUCKETS: i64 = 100_000;
 
 impl AggregateRequest {
-    /// `validateAggSigArgs` (dq-query.md §2.5).
+    /// `validateAggSigArgs`.
     ///
     /// # Errors
     /// BAD_REQUEST reasons.
@@ -436,7 +421,7 @@ impl Engine {
     }
 }
 
-/// The approximate location (dq-query.md §1.9): the centre of the H3 resolution-6 cell holding
+/// The approximate location: the centre of the H3 resolution-6 cell holding
 /// `loc`, hdop kept; `None` when H3 rejects the coordinates.
 pub fn approximate(loc: &Location) -> Option<Location> {
     let cell = h3o::LatLng::new(loc.latitude, loc.longitude)

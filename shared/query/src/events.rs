@@ -1,11 +1,11 @@
-//! Events (dq-query.md §2.9): the newest-first list over R2-deduped `lake.events`, and the
+//! Events: the newest-first list over R2-deduped `lake.events`, and the
 //! per-name summaries from `lake.events_latest` with the base-scan fallback.
 
 use crate::filter::{ArrayFilter, StringFilter};
 use crate::{check_subject, subject_predicate, ts_lit, Engine, Error, Result, GO_ZERO_TIME_US};
-use lake::duckdb::params;
-use materialize::keys::events_deduped;
-use materialize::rollup::events_latest_select;
+use dq_lake::duckdb::params;
+use dq_tables::keys::events_deduped;
+use dq_tables::latest::events_latest_select;
 
 /// `EventFilter`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -19,12 +19,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, NaiveDate};
-use lake::duckdb::{self, Connection};
-use lake::quote;
+use dq_lake::duckdb::{self, Connection};
+use dq_lake::quote;
 
 /// The DuckLake metadata catalog of the database attached as `lake`.
 const META: &str = "__ducklake_metadata_lake";
-/// dq's partition spec of `lake.signals` (dq-materializer §2.2), as `transform:column` by key.
+/// dq's partition spec of `lake.signals`, as `transform:column` by key.
 const LAYOUT: [&str; 4] = [
     "identity:subject_bucket",
     "year:timestamp",

@@ -1,8 +1,8 @@
-//! Value filters rendered as SQL predicates (dq-query.md §2.5, §2.9). Every literal is either a
+//! Value filters rendered as SQL predicates. Every literal is either a
 //! finite float formatted by Rust or a quoted string, so no client text reaches SQL unquoted.
 
 use crate::error::{Error, Result};
-use lake::quote;
+use dq_lake::quote;
 
 /// `SignalFloatFilter`: leaves AND-ed, then `(base) OR (or1) OR …`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -135,7 +135,7 @@ fn check_point(p: &Point) -> Result<()> {
 }
 
 impl LocationFilter {
-    /// Validates the geofence (dq-query.md §2.5).
+    /// Validates the geofence.
     ///
     /// # Errors
     /// BAD_REQUEST reasons.

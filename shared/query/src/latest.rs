@@ -1,14 +1,14 @@
-//! Latest values and per-signal summaries (dq-query.md §2.7, §2.8): from the rollup
+//! Latest values and per-signal summaries: from the rollup
 //! `lake.signals_latest` when there is no source filter, else (and when the rollup does not
 //! exist yet) from the same recompute the materializer defines the rollup by
-//! (`materialize::rollup::signals_latest_select`) over the source-filtered, deduped base — so
+//! (`dq_tables::latest::signals_latest_select`) over the source-filtered, deduped base — so
 //! both paths give the same answers by construction.
 
 use crate::aggregate::Location;
 use crate::{check_subject, subject_predicate, Engine, Result};
-use lake::duckdb::params;
-use lake::quote;
-use materialize::rollup::signals_latest_select;
+use dq_lake::duckdb::params;
+use dq_lake::quote;
+use dq_tables::latest::signals_latest_select;
 
 /// One rollup row (a `lake.signals_latest` row or its recompute).
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -1,10 +1,10 @@
-//! Read SQL over the decoded lake (dq-query.md §2): the dialect-neutral read operations every
-//! GraphQL dialect calls (dialects.md §6.3) — signal aggregations, latest values, available
+//! Read SQL over the decoded lake: the dialect-neutral read operations every
+//! GraphQL dialect calls — signal aggregations, latest values, available
 //! signals, summaries, the snapshot and events.
 //!
 //! This crate owns the SQL and its semantics: UTC µs time, half-open windows, `from`-aligned
 //! buckets, the read-side dedup keys and `subject_bucket` pruning (both defined once in
-//! `materialize::keys` / `dq_cloudevent::subject_bucket` and reused here), the rollup-first
+//! `dq_tables::keys` / `dq_cloudevent::subject_bucket` and reused here), the rollup-first
 //! latest path with its base-scan fallback, and argument validation with its client texts.
 //! It does NOT own GraphQL types, auth or HTTP (crate `graphql`).
 //!
@@ -13,8 +13,8 @@
 //! - [`aggregate`]: the `signals` aggregation (one SQL statement per request for every alias).
 //! - [`latest`]: latest values, available signals, summaries, snapshot rows.
 //! - [`events`]: the `events` list and event summaries.
-//! - [`activity`]: `segments` / `dailyActivity` — the DuckDB [`segments::SignalSource`],
-//!   ranges aggregation (§2.6), ranges event counts, batched LocationsAt (§2.10).
+//! - [`activity`]: `segments` / `dailyActivity` — the DuckDB [`dq_segments::SignalSource`],
+//!   ranges aggregation, ranges event counts, batched LocationsAt.
 //! - [`filter`]: float / location / string / tags filters rendered to SQL.
 //! - `files`: direct reads of `lake.signals` through its snapshot-validated file list.
 //! - [`interval`]: Go-duration parsing for `interval`.
@@ -31,12 +31,12 @@ pub mod latest;
 
 /// The pure detectors and request types of `segments` / `dailyActivity`, re-exported for the
 /// GraphQL layer.
-pub use ::segments;
+pub use ::dq_segments as segments;
 pub use error::{Error, Result};
 
 use dq_cloudevent::{eip55, subject_bucket, EthrDid};
-use lake::duckdb::{self, Connection};
-use lake::{Lake, Pool, SharedLake};
+use dq_lake::duckdb::{self, Connection};
+use dq_lake::{Lake, Pool, SharedLake};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -92,8 +92,8 @@ impl Engine {
     }
 
     fn db_error(&self, context: &str, e: duckdb::Error) -> Error {
-        match lake::db_error(self.pool.redactor(), context, e) {
-            lake::Error::Duckdb { context, message } => Error::Database { context, message },
+        match dq_lake::db_error(self.pool.redactor(), context, e) {
+            dq_lake::Error::Duckdb { context, message } => Error::Database { context, message },
             other => Error::Database {
                 context: context.to_string(),
                 message: other.to_string(),
@@ -107,12 +107,12 @@ impl Engine {
     /// # Errors
     /// Bad settings or an unreachable catalog.
     pub fn open_from_env() -> Result<Engine> {
-        let cfg = lake::LakeConfig::from_env()?;
+        let cfg = dq_lake::LakeConfig::from_env()?;
         Ok(Engine::new(Lake::open(cfg)?))
     }
 
     /// Runs `f` on a pooled connection (TimeZone UTC), mapping errors with `context`. Called
-    /// inside [`lake::interruptible`] (the GraphQL resolvers' engine calls), the statement is
+    /// inside [`dq_lake::interruptible`] (the GraphQL resolvers' engine calls), the statement is
     /// interrupted when the request is given up, and later calls of that request fail at once.
     pub(crate) fn with_conn<T>(
         &self,
@@ -154,7 +154,7 @@ impl Engine {
                     Ok(answer)
                 }
                 // The request was given up: the failure is its interrupt, not the files'.
-                Some(Err(e)) if lake::given_up() => Err(e),
+                Some(Err(e)) if dq_lake::given_up() => Err(e),
                 Some(Err(e)) => {
                     // Logged through the redactor: a catalog error can carry its DSN.
                     let e = self.db_error("read signal files", e);
@@ -173,12 +173,12 @@ impl Engine {
 
     /// How many reads (pooled-connection calls) this engine has run. Every read of the
     /// [`activity`] paths is exactly one SQL statement, so differences of this counter count
-    /// statements (dq-query.md §3, acceptance: O(1) statements per request).
+    /// statements statements per request).
     pub fn reads(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
     }
 
-    /// The readiness probe (dq-query.md §6.4): `SELECT 1 FROM lake.signals LIMIT 0`.
+    /// The readiness probe: `SELECT 1 FROM lake.signals LIMIT 0`.
     ///
     /// # Errors
     /// The catalog or table is unreachable.
@@ -207,7 +207,7 @@ impl Engine {
 }
 
 /// `subject_bucket = N AND subject = ?` — the per-subject predicate every read starts with,
-/// the bucket literal first so DuckLake prunes partitions (dq-query.md §2.3). The subject is
+/// the bucket literal first so DuckLake prunes partitions. The subject is
 /// bound as the statement's parameter.
 pub(crate) fn subject_predicate(subject: &str) -> String {
     format!(
@@ -216,13 +216,13 @@ pub(crate) fn subject_predicate(subject: &str) -> String {
     )
 }
 
-/// A µs timestamp literal (dq-query.md §2.2: inlined, never bound).
+/// A µs timestamp literal (inlined, never bound).
 pub(crate) fn ts_lit(us: i64) -> String {
     format!("make_timestamp({us}::BIGINT)::TIMESTAMPTZ")
 }
 
 /// `source` as the signals/latest paths validate it: an ethr DID reduced to its EIP-55
-/// address (dq-query.md §2.4).
+/// address.
 ///
 /// # Errors
 /// `source '<s>' is not a valid ethr DID`.
@@ -279,12 +279,12 @@ mod tests {
         use std::time::{Duration, Instant};
         // Runs for hours unless interrupted.
         const HEAVY: &str = "SELECT count(*) FROM range(1000000000000) t(i) WHERE hash(i) % 7 = 0";
-        let t = lake::testing::TestLake::new(lake::testing::Backend::File);
+        let t = dq_lake::testing::TestLake::new(dq_lake::testing::Backend::File);
         let engine = Arc::new(Engine::new(t.open().unwrap()));
         let (handle_tx, handle_rx) = mpsc::channel();
         let (done_tx, done_rx) = mpsc::channel();
         let e = Arc::clone(&engine);
-        let read = lake::interruptible(move || {
+        let read = dq_lake::interruptible(move || {
             let out = e.with_conn("heavy read", |c| {
                 handle_tx.send(c.interrupt_handle()).ok();
                 c.query_row(HEAVY, [], |r| r.get::<_, i64>(0))

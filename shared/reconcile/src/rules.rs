@@ -89,8 +89,8 @@ const fn rule(order: Order, empty: Empty) -> ListRule {
     ListRule { order, empty }
 }
 
-/// `(dialects, path of schema field names from the root field, rule)`. Sources: dq-query.md
-/// §2.8–§4.7 and dialects.md §2.5/§3.3 (the orders and empty answers each field defines).
+/// `(dialects, path of schema field names from the root field, rule)`: the orders and empty
+/// answers each field defines in each dialect.
 #[rustfmt::skip]
 const TABLE: &[(&[Dialect], &[&str], ListRule)] = &[
     // Buckets ascending by timestamp, one per bucket; the spec does not say whether no bucket is

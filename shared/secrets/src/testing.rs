@@ -5,7 +5,7 @@ use crate::{wait_on_runtime, AwsAccess, Error, SecretsClient};
 
 /// Access settings for the shared moto server.
 pub fn moto_access() -> AwsAccess {
-    let moto = testkit::shared_moto();
+    let moto = dq_testkit::shared_moto();
     AwsAccess {
         endpoint: Some(moto.endpoint()),
         region: Some(moto.region().to_owned()),
@@ -30,7 +30,7 @@ pub fn create_secret(value: &str) -> String {
             .sdk()
             .await
             .create_secret()
-            .name(testkit::unique_name("secret"))
+            .name(dq_testkit::unique_name("secret"))
             .secret_string(value)
             .send()
             .await

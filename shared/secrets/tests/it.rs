@@ -1,8 +1,8 @@
 //! Secrets against a real Secrets Manager API (moto): fetch, field extraction, re-fetch after a
 //! rotation, the blocking re-fetch from threads with and without a runtime.
 
-use secrets::testing::{create_secret, moto_client, put_secret_value};
-use secrets::Error;
+use dq_secrets::testing::{create_secret, moto_client, put_secret_value};
+use dq_secrets::Error;
 
 #[tokio::test]
 async fn reads_a_json_field_and_a_plain_secret() {

@@ -1,4 +1,4 @@
-//! `SegmentConfig` (dq-query.md §1.5): SDL defaults, default injection and range checks (§3.1).
+//! `SegmentConfig`: SDL defaults, default injection and range checks, as the Go service applies them.
 //!
 //! Two layers of defaults exist and a port must keep both:
 //! - **SDL defaults** (300/240/10/1000/15): injected for every field the client omitted when it
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ValidationError;
 use crate::model::Mechanism;
 
-/// SDL default of `maxGapSeconds` and the detector default (§3.2).
+/// SDL default of `maxGapSeconds` and the detector default.
 pub const DEFAULT_MAX_GAP_SECONDS: i32 = 300;
 /// SDL default of `minSegmentDurationSeconds` and the default of every detector but RECHARGE.
 pub const DEFAULT_MIN_SEGMENT_DURATION_SECONDS: i32 = 240;
@@ -60,7 +60,7 @@ impl SegmentConfig {
         min_increase_percent: Some(DEFAULT_MIN_INCREASE_PERCENT),
     };
 
-    /// Range checks of §3.1 step 2, in Go's order; only non-null fields are checked, and
+    /// The range checks, in Go's order; only non-null fields are checked, and
     /// `maxIdleRpm` / `minIncreasePercent` only for the mechanisms that use them.
     pub fn validate(&self, mechanism: Mechanism) -> Result<(), ValidationError> {
         check("maxGapSeconds", self.max_gap_seconds, MAX_GAP_SECONDS_RANGE)?;
@@ -138,7 +138,7 @@ pub struct SegmentConfigInput {
 }
 
 impl SegmentConfigInput {
-    /// gqlgen's default injection (§1.5): omitted fields take their SDL default, explicit
+    /// gqlgen's default injection: omitted fields take their SDL default, explicit
     /// `null`s stay unset.
     pub fn materialize(self) -> SegmentConfig {
         SegmentConfig {
@@ -157,7 +157,7 @@ impl SegmentConfigInput {
     }
 }
 
-/// `maxGap` / `minDuration` after applying detector defaults (§3.2 "Base config").
+/// `maxGap` / `minDuration` after applying the detectors' base-config defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BaseConfig {
     pub max_gap_seconds: i64,

@@ -1,4 +1,4 @@
-//! The pure part of `dailyActivity` (dq-query.md §3.5): time zone, calendar days that survive
+//! The pure part of `dailyActivity`: time zone, calendar days that survive
 //! DST (23 h / 25 h days), the widened segments request, and per-day segment overlap.
 //!
 //! Day summaries (signals, event counts, FIRST/LAST fixes, gap-fill) are the caller's: one
@@ -100,7 +100,7 @@ pub fn local_midnight(tz: Tz, date: NaiveDate) -> Ts {
     add_secs(naive_utc, -offset_at(probe))
 }
 
-/// Validates a `dailyActivity` request (§3.5 steps 1–3, in Go's order) and lays out its days
+/// Validates a `dailyActivity` request and lays out its days
 /// and its widened segments request (step 4).
 pub fn plan_daily_activity(
     req: &DailyActivityRequest,
@@ -153,7 +153,7 @@ pub fn plan_daily_activity(
     })
 }
 
-/// Overlap of `segments` (ascending, as returned by the pipeline) with one day (§3.5 step 6):
+/// Overlap of `segments` (ascending, as returned by the pipeline) with one day:
 /// a segment counts if `start ≤ day.end` and its end — `day.end` if ongoing, else
 /// `min(end, day.end)` — is `≥ day.start` and `> start`. An ongoing segment therefore counts
 /// until the end of every day it touches.

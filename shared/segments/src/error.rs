@@ -1,4 +1,5 @@
-//! Crate errors. [`ValidationError`] messages are the exact BAD_REQUEST texts of §3.1/§3.5.
+//! Crate errors. [`ValidationError`] messages are the exact BAD_REQUEST texts of `segments` and
+//! `dailyActivity`.
 
 use std::fmt;
 

@@ -1,6 +1,6 @@
-//! Vehicle usage segments: the six detectors of `dq-query.md` §3.3, the `segments` request
-//! pipeline (§3.1: clamp, validation, detection, strict `after` cursor, `limit`) and the pure part
-//! of `dailyActivity` (§3.5: IANA time zone, DST-safe calendar days, per-day overlap).
+//! Vehicle usage segments: the six detectors, the `segments` request pipeline (clamp,
+//! validation, detection, strict `after` cursor, `limit`) and the pure part of `dailyActivity`
+//! (IANA time zone, DST-safe calendar days, per-day overlap).
 //!
 //! Detectors are pure algorithms over the narrow reads of a [`SignalSource`]; the DuckDB
 //! implementation of that trait is `query::activity::LakeSource` (crate dq-query); it runs
@@ -10,7 +10,7 @@
 //! This crate owns no SQL, no GraphQL types and no I/O. It does not compute segment or day
 //! summaries (signal aggregations, event counts, start/end locations and their gap-fill): those
 //! need SQL. It returns what the caller needs to request them ([`SegmentList::summary_ranges`],
-//! [`DayWindow`]s, the default signal sets of §3.4 in [`signals`]) and applies the
+//! [`DayWindow`]s, the default signal sets in [`signals`]) and applies the
 //! post-summary IDLING speed filter ([`SegmentList::finish`]).
 //!
 //! Time is always passed in (`now`), never read from the clock, so every rule that depends on

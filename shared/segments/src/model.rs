@@ -9,21 +9,21 @@ use serde::{Deserialize, Serialize};
 /// A UTC instant. Sources return µs precision (DuckDB `TIMESTAMPTZ`).
 pub type Ts = DateTime<Utc>;
 
-/// The GraphQL `DetectionMechanism` enum (dq-query.md §1.4).
+/// The GraphQL `DetectionMechanism` enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Mechanism {
-    /// `IGNITION_DETECTION`: `isIgnitionOn` transitions, debounced (§3.3.1).
+    /// `IGNITION_DETECTION`: `isIgnitionOn` transitions, debounced.
     IgnitionDetection,
-    /// `FREQUENCY_ANALYSIS`: busy 60 s windows merged into segments (§3.3.2).
+    /// `FREQUENCY_ANALYSIS`: busy 60 s windows merged into segments.
     FrequencyAnalysis,
-    /// `CHANGE_POINT_DETECTION`: CUSUM over the busy windows (§3.3.2).
+    /// `CHANGE_POINT_DETECTION`: CUSUM over the busy windows.
     ChangePointDetection,
-    /// `IDLING`: runs of idle engine speed (§3.3.3).
+    /// `IDLING`: runs of idle engine speed.
     Idling,
-    /// `REFUEL`: fuel level rises (§3.3.4).
+    /// `REFUEL`: fuel level rises.
     Refuel,
-    /// `RECHARGE`: state-of-charge rises while stationary (§3.3.5).
+    /// `RECHARGE`: state-of-charge rises while stationary.
     Recharge,
 }
 
@@ -50,7 +50,7 @@ impl Mechanism {
         }
     }
 
-    /// Whether `dailyActivity` accepts this mechanism (§3.5 step 1).
+    /// Whether `dailyActivity` accepts this mechanism.
     pub fn allowed_for_daily_activity(self) -> bool {
         matches!(
             self,
@@ -84,7 +84,7 @@ impl FromStr for Mechanism {
 }
 
 /// A detected segment: time bounds only. Locations, signals and event counts are added by the
-/// caller from SQL summaries (§3.1 steps 7–8).
+/// caller from SQL summaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Segment {
@@ -96,7 +96,7 @@ pub struct Segment {
     pub duration_seconds: i64,
     /// No end yet: the segment runs to the (clamped) `to` of the request.
     pub is_ongoing: bool,
-    /// The segment began at or before the requested range (rule differs per detector, §3.2/§3.3.1).
+    /// The segment began at or before the requested range (rule differs per detector).
     pub started_before_range: bool,
 }
 
@@ -154,4 +154,28 @@ pub struct ActiveWindow {
     pub signal_count: u64,
     /// Distinct signal names in the window.
     pub distinct_signal_count: u64,
+}
+
+/// `isIgnitionOn`, the ignition signal read by IGNITION_DETECTION.
+pub const IGNITION_SIGNAL: &str = "isIgnitionOn";
+/// Engine speed, read by IDLING.
+pub const ENGINE_SPEED_SIGNAL: &str = "powertrainCombustionEngineSpeed";
+/// Fuel level %, read by REFUEL.
+pub const FUEL_LEVEL_SIGNAL: &str = "powertrainFuelSystemRelativeLevel";
+/// Traction battery state of charge %, read by RECHARGE.
+pub const SOC_SIGNAL: &str = "powertrainTractionBatteryStateOfChargeCurrent";
+/// Odometer km, read by RECHARGE.
+pub const ODOMETER_SIGNAL: &str = "powertrainTransmissionTravelledDistance";
+/// How far back IGNITION_DETECTION reads readings before `from`.
+pub const IGNITION_LOOKBACK_DAYS: i64 = 30;
+
+/// Window size and thresholds of [`crate::SignalSource::windowed_signal_counts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSpec {
+    /// Window width in seconds (60 for both windowed detectors).
+    pub window_seconds: i64,
+    /// Minimum rows in a window (`HAVING count(*) >= ?`).
+    pub min_signal_count: u64,
+    /// Minimum distinct names in a window (`HAVING count(DISTINCT name) >= ?`).
+    pub min_distinct_signals: u64,
 }

@@ -1,4 +1,4 @@
-//! The `segments` request pipeline (dq-query.md §3.1) minus the SQL summary steps:
+//! The `segments` request pipeline minus the SQL summary steps:
 //! clamp `to` → validate → detect over the original range → sort → strict `after` cursor →
 //! `limit` (IDLING: candidate cap now, `limit` after the speed filter, see
 //! [`SegmentList::finish`]).
@@ -74,7 +74,7 @@ pub struct SegmentList {
     pending_limit: Option<usize>,
 }
 
-/// Steps 1–2 of §3.1: clamps `to` to `now`, then validates in Go's order. Returns the clamped
+/// The first steps of the pipeline: clamps `to` to `now`, then validates in Go's order. Returns the clamped
 /// `to`. Runs before any read.
 pub fn validate_segments_request(req: &SegmentsRequest, now: Ts) -> Result<Ts, ValidationError> {
     let to = req.to.min(now);

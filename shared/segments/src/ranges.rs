@@ -1,4 +1,4 @@
-//! Shared detector helpers (dq-query.md §3.2): clip, merge, range → segment conversion.
+//! Shared detector helpers: clip, merge, range → segment conversion.
 
 use chrono::TimeDelta;
 

@@ -6,8 +6,9 @@
 
 use chrono::TimeDelta;
 
-use crate::model::{ActiveWindow, LevelSample, StateChange, TimeRange, Ts};
-use crate::source::WindowSpec;
+use crate::model::{
+    ActiveWindow, LevelSample, StateChange, TimeRange, Ts, WindowSpec, IGNITION_LOOKBACK_DAYS,
+};
 use crate::time::{add, add_secs, from_micros, micros};
 
 /// [`crate::SignalSource::windowed_signal_counts`] over `(timestamp, name)` rows of every
@@ -63,10 +64,7 @@ pub fn ignition_state_changes(
     from: Ts,
     to: Ts,
 ) -> Vec<StateChange> {
-    let lookback = add(
-        from,
-        -TimeDelta::days(crate::source::IGNITION_LOOKBACK_DAYS),
-    );
+    let lookback = add(from, -TimeDelta::days(IGNITION_LOOKBACK_DAYS));
     let mut window: Vec<LevelSample> = readings
         .iter()
         .copied()

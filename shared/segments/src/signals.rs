@@ -1,5 +1,5 @@
-//! Default segment signal sets (dq-query.md §3.4) and the merge with client requests (§3.1
-//! step 6). The caller aggregates them with SQL.
+//! Default segment signal sets and the merge with client requests (defaults first, a repeated
+//! `(name, agg)` kept once). The caller aggregates them with SQL.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -14,7 +14,7 @@ pub const SPEED_SIGNAL: &str = "speed";
 /// The location signal whose FIRST/LAST give segment and day start/end locations.
 pub const LOCATION_SIGNAL: &str = "currentLocationCoordinates";
 
-/// The GraphQL `FloatAggregation` enum (§1.4).
+/// The GraphQL `FloatAggregation` enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum FloatAggregation {
@@ -46,6 +46,14 @@ impl FloatAggregation {
             FloatAggregation::First => "FIRST",
             FloatAggregation::Last => "LAST",
         }
+    }
+
+    /// The aggregation an enum value name ([`FloatAggregation::as_str`]) names.
+    pub fn from_name(name: &str) -> Option<FloatAggregation> {
+        use FloatAggregation::*;
+        [Avg, Med, Max, Min, Rand, First, Last]
+            .into_iter()
+            .find(|a| a.as_str() == name)
     }
 }
 
@@ -105,7 +113,7 @@ pub const RECHARGE_SIGNAL_SET: &[(&str, FloatAggregation)] = &[
     (ODOMETER_SIGNAL, Last),
 ];
 
-/// The default signal set of `mechanism` (§3.4).
+/// The default signal set of `mechanism`.
 pub fn default_signal_set(mechanism: Mechanism) -> &'static [(&'static str, FloatAggregation)] {
     match mechanism {
         Mechanism::Idling | Mechanism::Refuel => FUEL_SIGNAL_SET,

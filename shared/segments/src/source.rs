@@ -1,8 +1,9 @@
 //! The data-access seam of the detectors: [`SignalSource`].
 //!
 //! Every read is over `lake.signals`, per subject, half-open `[from, to)` in UTC µs, with the
-//! read dedup of dq-query.md §2.4 key #1 and `subject_bucket` pruning (§2.3) *inside* the dedup
-//! subquery. The documented SQL uses this building block, written `D(<name predicate>, from, to)`:
+//! read dedup (one row per `(subject, name, timestamp)`, the lowest `cloud_event_id` winning)
+//! and `subject_bucket` pruning *inside* the dedup subquery. The documented SQL uses this
+//! building block, written `D(<name predicate>, from, to)`:
 //!
 //! ```sql
 //! SELECT timestamp, name, value_number, cloud_event_id
@@ -13,8 +14,8 @@
 //! QUALIFY row_number() OVER (PARTITION BY subject, name, timestamp ORDER BY cloud_event_id) = 1
 //! ```
 //!
-//! Timestamps are inlined as µs literals (§2.2); rows come back ordered by time ascending and
-//! normalised to UTC. [`crate::reference`] defines every read as a pure function over already
+//! Timestamps are inlined as µs literals, never bound; rows come back ordered by time ascending
+//! and normalised to UTC. [`crate::reference`] defines every read as a pure function over already
 //! deduplicated rows; [`crate::memory::MemorySource`] implements the trait with it, so a DuckDB
 //! implementation can be checked row for row against it.
 //!
@@ -22,31 +23,13 @@
 //! inside one `spawn_blocking` with one pooled connection.
 
 use crate::model::{ActiveWindow, LevelSample, StateChange, TimeRange, Ts};
+
 use crate::reference;
 
-/// `isIgnitionOn`, the ignition signal read by IGNITION_DETECTION.
-pub const IGNITION_SIGNAL: &str = "isIgnitionOn";
-/// Engine speed, read by IDLING.
-pub const ENGINE_SPEED_SIGNAL: &str = "powertrainCombustionEngineSpeed";
-/// Fuel level %, read by REFUEL.
-pub const FUEL_LEVEL_SIGNAL: &str = "powertrainFuelSystemRelativeLevel";
-/// Traction battery state of charge %, read by RECHARGE.
-pub const SOC_SIGNAL: &str = "powertrainTractionBatteryStateOfChargeCurrent";
-/// Odometer km, read by RECHARGE.
-pub const ODOMETER_SIGNAL: &str = "powertrainTransmissionTravelledDistance";
-/// How far back IGNITION_DETECTION reads readings before `from` (§3.3.1).
-pub const IGNITION_LOOKBACK_DAYS: i64 = 30;
-
-/// Window size and thresholds of [`SignalSource::windowed_signal_counts`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WindowSpec {
-    /// Window width in seconds (60 for both windowed detectors).
-    pub window_seconds: i64,
-    /// Minimum rows in a window (`HAVING count(*) >= ?`).
-    pub min_signal_count: u64,
-    /// Minimum distinct names in a window (`HAVING count(DISTINCT name) >= ?`).
-    pub min_distinct_signals: u64,
-}
+pub use crate::model::{
+    WindowSpec, ENGINE_SPEED_SIGNAL, FUEL_LEVEL_SIGNAL, IGNITION_LOOKBACK_DAYS, IGNITION_SIGNAL,
+    ODOMETER_SIGNAL, SOC_SIGNAL,
+};
 
 /// The reads the detectors need. One implementation per backend (DuckDB in production,
 /// [`crate::memory::MemorySource`] in tests).
@@ -91,7 +74,7 @@ pub trait SignalSource {
         to: Ts,
     ) -> Result<Vec<LevelSample>, Self::Error>;
 
-    /// `isIgnitionOn` transitions for a detection over `[from, to)` (§3.3.1), ascending:
+    /// `isIgnitionOn` transitions for a detection over `[from, to)`, ascending:
     /// every transition in `[from, to)` plus the single latest transition before `from` (the
     /// seed); if there is no transition at all and the latest reading in the window is 1, one
     /// synthetic ON `{ts: earliest reading in the window, new 1, prev 0}`.
@@ -127,7 +110,7 @@ pub trait SignalSource {
         to: Ts,
     ) -> Result<Vec<StateChange>, Self::Error>;
 
-    /// Raw idle runs of `name` in `[from, to)` (§3.3.3), ascending, unclipped: maximal sequences
+    /// Raw idle runs of `name` in `[from, to)`, ascending, unclipped: maximal sequences
     /// of idle readings (`0 < value ≤ max_idle_rpm`) with no non-idle reading between them and
     /// no gap `> max_gap_seconds` between consecutive idle readings; each run is
     /// `[first idle ts, last idle ts]`.
@@ -161,50 +144,5 @@ pub trait SignalSource {
             max_idle_rpm,
             max_gap_seconds,
         ))
-    }
-}
-
-impl<S: SignalSource + ?Sized> SignalSource for &S {
-    type Error = S::Error;
-
-    fn windowed_signal_counts(
-        &self,
-        subject: &str,
-        from: Ts,
-        to: Ts,
-        spec: WindowSpec,
-    ) -> Result<Vec<ActiveWindow>, Self::Error> {
-        (**self).windowed_signal_counts(subject, from, to, spec)
-    }
-
-    fn level_samples(
-        &self,
-        subject: &str,
-        name: &str,
-        from: Ts,
-        to: Ts,
-    ) -> Result<Vec<LevelSample>, Self::Error> {
-        (**self).level_samples(subject, name, from, to)
-    }
-
-    fn ignition_state_changes(
-        &self,
-        subject: &str,
-        from: Ts,
-        to: Ts,
-    ) -> Result<Vec<StateChange>, Self::Error> {
-        (**self).ignition_state_changes(subject, from, to)
-    }
-
-    fn idle_runs(
-        &self,
-        subject: &str,
-        name: &str,
-        from: Ts,
-        to: Ts,
-        max_idle_rpm: f64,
-        max_gap_seconds: i64,
-    ) -> Result<Vec<TimeRange>, Self::Error> {
-        (**self).idle_runs(subject, name, from, to, max_idle_rpm, max_gap_seconds)
     }
 }

@@ -30,19 +30,8 @@ pub(crate) fn secs_between(a: Ts, b: Ts) -> i64 {
     b.signed_duration_since(a).num_seconds()
 }
 
-/// Microseconds since the Unix epoch (floor, Go `UnixMicro`).
-pub(crate) fn micros(t: Ts) -> i64 {
-    t.timestamp_micros()
-}
-
-/// The instant `us` microseconds after the epoch, saturating.
-pub(crate) fn from_micros(us: i64) -> Ts {
-    DateTime::<Utc>::from_timestamp_micros(us).unwrap_or(if us < 0 {
-        DateTime::<Utc>::MIN_UTC
-    } else {
-        DateTime::<Utc>::MAX_UTC
-    })
-}
+// Epoch-µs conversion is dq-cloudevent's one definition; detectors need the saturating form.
+pub(crate) use dq_cloudevent::time::{from_micros_saturating as from_micros, micros};
 
 /// The first whole minute at or after `t` (Go `Truncate(time.Minute)` then `+1m` if before).
 pub(crate) fn ceil_minute(t: Ts) -> Ts {

@@ -1,5 +1,5 @@
 //! The default DIMO signal catalog: the 116 signals the default module accepts and the API
-//! exposes (decoding.md §4.5), plus the default event names (§4.4).
+//! exposes, plus the default event names.
 //!
 //! The catalog is DATA (`data/signals.json`); `build.rs` validates it and generates the tables
 //! below, and other generators (the GraphQL schema) read the same file. This crate holds no

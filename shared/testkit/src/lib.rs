@@ -40,11 +40,11 @@
 //!
 //! # Example
 //! ```no_run
-//! let pg = testkit::shared_postgres();
-//! let dsn = pg.create_database(&testkit::unique_name("my_test")).unwrap();
+//! let pg = dq_testkit::shared_postgres();
+//! let dsn = pg.create_database(&dq_testkit::unique_name("my_test")).unwrap();
 //! // connect with `dsn` ...
-//! let moto = testkit::shared_moto();
-//! moto.create_bucket(&testkit::unique_name("bucket")).unwrap();
+//! let moto = dq_testkit::shared_moto();
+//! moto.create_bucket(&dq_testkit::unique_name("bucket")).unwrap();
 //! ```
 #![warn(missing_docs)]
 

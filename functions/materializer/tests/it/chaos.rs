@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blob::{BlobConfig, BlobStore};
-use fleet::FleetConfig;
-use lake::testing::{Backend, TestLake};
-use materialize::testing::{expected, stored_events, stored_signals};
+use dq_blob::{BlobConfig, BlobStore};
+use dq_dinsim::{SeedOptions, Writer};
+use dq_fleet::FleetConfig;
+use dq_lake::testing::{Backend, TestLake};
+use dq_materialize::testing::{expected, stored_events, stored_signals};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
-use sim::{SeedOptions, Writer};
 
 use crate::cursor;
 
@@ -94,11 +94,7 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
         .enable_all()
         .build()
         .unwrap();
-    {
-        let lake = t.open().unwrap();
-        lake::raw::ensure(&lake).unwrap();
-        lake::progress::ensure(&lake).unwrap();
-    }
+    dq_dinsim::testing::open_din_lake(&t);
 
     // din: paced so that it keeps writing through the whole kill phase.
     let done = Arc::new(AtomicBool::new(false));
@@ -111,7 +107,7 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
                 .enable_all()
                 .build()
                 .unwrap();
-            let lake = lake::Lake::open(config).unwrap();
+            let lake = dq_lake::Lake::open(config).unwrap();
             let blobs = rt
                 .block_on(BlobStore::open(&BlobConfig::local(&blob_dir)))
                 .unwrap();
@@ -129,7 +125,7 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
                 tombstone_every: 25,
             };
             let report = rt
-                .block_on(sim::seed(&writer, &opts, |_| {
+                .block_on(dq_dinsim::seed(&writer, &opts, |_| {
                     std::thread::sleep(Duration::from_millis(400))
                 }))
                 .unwrap();

@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleet::FleetConfig;
-use fn_materializer::{handler, Context};
-use lake::testing::{Backend, TestLake};
-use lake::{Lake, LakeConfig};
-use materialize::testing::{expected, stored_events, stored_signals};
-use materialize::Materializer;
+use dq_dinsim::{SeedOptions, Writer};
+use dq_fleet::FleetConfig;
+use dq_fn_materializer::{handler, Context};
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::{Lake, LakeConfig};
+use dq_materialize::testing::{expected, stored_events, stored_signals};
+use dq_materialize::Materializer;
 use serde_json::{json, Value};
-use sim::{SeedOptions, Writer};
 
 use crate::cursor;
 
@@ -46,8 +46,8 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Seeds a small fleet (duplicates and tombstones included by the simulator's defaults).
 fn seed(rt: &tokio::runtime::Runtime, lake: &Lake, vehicles: u32, days: u32) -> u64 {
-    lake::raw::ensure(lake).unwrap();
-    lake::progress::ensure(lake).unwrap();
+    dq_lake::raw::ensure(lake).unwrap();
+    dq_lake::progress::ensure(lake).unwrap();
     let opts = SeedOptions {
         fleet: FleetConfig {
             vehicles,
@@ -56,13 +56,13 @@ fn seed(rt: &tokio::runtime::Runtime, lake: &Lake, vehicles: u32, days: u32) -> 
         },
         ..SeedOptions::default()
     };
-    rt.block_on(sim::seed(&Writer::new(lake, None), &opts, |_| {}))
+    rt.block_on(dq_dinsim::seed(&Writer::new(lake, None), &opts, |_| {}))
         .unwrap()
         .rows
 }
 
 /// A handler context with small windows, so a pass commits many times.
-fn context(lake: Lake, lease: lease::Lease) -> Context {
+fn context(lake: Lake, lease: dq_lease::Lease) -> Context {
     let m = Materializer::builder(lake)
         .window(2_000, 4 << 20)
         .max_snapshot_span(2)
@@ -73,17 +73,17 @@ fn context(lake: Lake, lease: lease::Lease) -> Context {
 }
 
 /// A DynamoDB lease on a fresh table of the shared moto server.
-fn dynamo_lease(rt: &tokio::runtime::Runtime) -> lease::Lease {
-    let moto = testkit::shared_moto();
+fn dynamo_lease(rt: &tokio::runtime::Runtime) -> dq_lease::Lease {
+    let moto = dq_testkit::shared_moto();
     let lease = rt
-        .block_on(lease::Lease::from_config(
-            &lease::LeaseConfig {
-                table: Some(testkit::unique_name("lease")),
+        .block_on(dq_lease::Lease::from_config(
+            &dq_lease::LeaseConfig {
+                table: Some(dq_testkit::unique_name("lease")),
                 endpoint: Some(moto.endpoint()),
                 region: moto.region().to_owned(),
                 access_key_id: Some(moto.access_key().to_owned()),
                 secret_access_key: Some(moto.secret_key().to_owned()),
-                ..lease::LeaseConfig::default()
+                ..dq_lease::LeaseConfig::default()
             },
             "/nonexistent/unused.lease",
         ))
@@ -110,19 +110,19 @@ fn assert_exactly_once(rt: &tokio::runtime::Runtime, lake: &Lake) -> (usize, usi
 
 #[test]
 fn postgres_restart_mid_pass() {
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     let rt = runtime();
     // A server of its own: restarting the shared one would fail every other test.
-    let pg = testkit::Postgres::start().unwrap();
+    let pg = dq_testkit::Postgres::start().unwrap();
     let dsn = pg.create_database("lake").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = LakeConfig::new(&dsn, Some(&dir.path().join("data").display().to_string()));
-    cfg.extension_dir = lake::testing::extension_dir();
+    cfg.extension_dir = dq_lake::testing::extension_dir();
     cfg.threads = Some(2);
     let raw = seed(&rt, &Lake::open(cfg.clone()).unwrap(), 8, 2);
     let ctx = context(
         Lake::open(cfg.clone()).unwrap(),
-        lease::Lease::local(dir.path().join("lease")),
+        dq_lease::Lease::local(dir.path().join("lease")),
     );
 
     // Restart the catalog server three times while passes run.
@@ -160,13 +160,13 @@ fn postgres_restart_mid_pass() {
     for f in &failures {
         assert!(f.len() > 10, "unclear error: {f}");
     }
-    let log_lines = testkit::logs::assert_no_secrets(&[pg.password()], &failures);
+    let log_lines = dq_testkit::logs::assert_no_secrets(&[pg.password()], &failures);
     let (signals, events) = assert_exactly_once(&rt, &Lake::open(cfg).unwrap());
     report(
         "materializer-postgres-restart",
         &json!({
             "raw_events": raw, "restarts": restarts, "invocations": invocations,
-            "failed_invocations": failures.len(), "errors": testkit::error_kinds(&failures),
+            "failed_invocations": failures.len(), "errors": dq_testkit::error_kinds(&failures),
             "signal_rows": signals, "event_rows": events, "lost": 0, "duplicated": 0,
             "log_lines_checked_for_secrets": log_lines,
         }),
@@ -185,7 +185,7 @@ fn the_same_tick_invoked_twice() {
         let raw = seed(&rt, &t.open().unwrap(), 6, 1);
         let lease = match backend {
             "dynamodb" => dynamo_lease(&rt),
-            _ => lease::Lease::local(t.path("lease")),
+            _ => dq_lease::Lease::local(t.path("lease")),
         };
         // Two execution environments: each its own materializer, one lease between them.
         let first = Arc::new(context(t.open().unwrap(), lease.clone()));
@@ -259,10 +259,10 @@ fn deadline_hit_mid_span() {
     let rt = runtime();
     let t = TestLake::new(Backend::File);
     let raw = seed(&rt, &t.open().unwrap(), 8, 2);
-    let ctx = context(t.open().unwrap(), lease::Lease::local(t.path("lease")));
+    let ctx = context(t.open().unwrap(), dq_lease::Lease::local(t.path("lease")));
     // The drain stops at the deadline minus its safety margin (30 s); 50 ms past that, the
     // stop lands inside the first span: the span in flight commits, no new one starts.
-    let margin = materialize::Config::default().drain_margin;
+    let margin = dq_materialize::Config::default().drain_margin;
     let started = Instant::now();
     let mut invocations = 0;
     loop {
@@ -297,18 +297,18 @@ fn deadline_hit_mid_span() {
 /// poison would be missing from the decoded rows).
 #[test]
 fn s3_and_dynamodb_faults() {
-    use blob::{BlobConfig, BlobStore};
-    use testkit::{Fault, FaultProxy};
+    use dq_blob::{BlobConfig, BlobStore};
+    use dq_testkit::{Fault, FaultProxy};
 
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     let rt = runtime();
-    let moto = testkit::shared_moto();
+    let moto = dq_testkit::shared_moto();
     let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], moto.port()));
     let (dynamo, s3) = (
         FaultProxy::start(upstream).unwrap(),
         FaultProxy::start(upstream).unwrap(),
     );
-    let bucket = testkit::unique_name("faults");
+    let bucket = dq_testkit::unique_name("faults");
     moto.create_bucket(&bucket).unwrap();
     let store = Arc::new(
         rt.block_on(BlobStore::open(&BlobConfig {
@@ -324,14 +324,14 @@ fn s3_and_dynamodb_faults() {
         .unwrap(),
     );
     let lease = rt
-        .block_on(lease::Lease::from_config(
-            &lease::LeaseConfig {
-                table: Some(testkit::unique_name("lease")),
+        .block_on(dq_lease::Lease::from_config(
+            &dq_lease::LeaseConfig {
+                table: Some(dq_testkit::unique_name("lease")),
                 endpoint: Some(dynamo.endpoint()),
                 region: moto.region().to_owned(),
                 access_key_id: Some(moto.access_key().to_owned()),
                 secret_access_key: Some(S3_SECRET.to_owned()),
-                ..lease::LeaseConfig::default()
+                ..dq_lease::LeaseConfig::default()
             },
             "/nonexistent/unused.lease",
         ))
@@ -342,9 +342,7 @@ fn s3_and_dynamodb_faults() {
     // materializer keeps its own open, which a file catalog does not support.
     let t = TestLake::new(Backend::Postgres);
     let raw = {
-        let lake = t.open().unwrap();
-        lake::raw::ensure(&lake).unwrap();
-        lake::progress::ensure(&lake).unwrap();
+        let lake = dq_dinsim::testing::open_din_lake(&t);
         let opts = SeedOptions {
             fleet: FleetConfig {
                 vehicles: 4,
@@ -355,7 +353,9 @@ fn s3_and_dynamodb_faults() {
         };
         // Payloads over 1.5 KiB go to S3 (through the proxy, passing for now).
         let writer = Writer::new(&lake, Some(&store)).with_threshold(1536);
-        rt.block_on(sim::seed(&writer, &opts, |_| {})).unwrap().rows
+        rt.block_on(dq_dinsim::seed(&writer, &opts, |_| {}))
+            .unwrap()
+            .rows
     };
     let blobs_written = s3.requests();
     assert!(blobs_written > 0, "the fleet wrote no blob");
@@ -439,7 +439,7 @@ fn s3_and_dynamodb_faults() {
         stored_events(&lake) == want_events,
         "event rows differ from the oracle"
     );
-    let log_lines = testkit::logs::assert_no_secrets(&[S3_SECRET, BLOB_KEY], &errors);
+    let log_lines = dq_testkit::logs::assert_no_secrets(&[S3_SECRET, BLOB_KEY], &errors);
     report(
         "materializer-s3-dynamodb-faults",
         &json!({
@@ -451,5 +451,5 @@ fn s3_and_dynamodb_faults() {
 }
 
 fn report(name: &str, figures: &Value) {
-    testkit::report_figures(name, &serde_json::to_string_pretty(figures).unwrap());
+    dq_testkit::report_figures(name, &serde_json::to_string_pretty(figures).unwrap());
 }

@@ -7,10 +7,10 @@ mod chaos;
 mod faults;
 mod maintenance;
 
-use fn_materializer::{handler, Context, LocalArgs};
-use lake::backend_tests;
-use lake::testing::{Backend, TestLake};
-use materialize::Materializer;
+use dq_fn_materializer::{handler, Context, LocalArgs};
+use dq_lake::backend_tests;
+use dq_lake::testing::Backend;
+use dq_materialize::Materializer;
 use raw_fixture::status_row;
 use serde_json::{json, Value};
 
@@ -41,11 +41,11 @@ const EVENTS: [(&str, &str); 5] = [
 
 /// The committed cursor as an observer reads it (0 before the first pass created the row);
 /// unlike `Materializer::cursor` it never re-seeds a missing row.
-fn cursor(lake: &lake::Lake) -> i64 {
+fn cursor(lake: &dq_lake::Lake) -> i64 {
     lake.conn()
         .query_row(
             "SELECT cursor FROM lake.ingest_progress WHERE partition = ?",
-            [materialize::schema::CURSOR_PARTITION],
+            [dq_tables::schema::CURSOR_PARTITION],
             |r| r.get::<_, String>(0),
         )
         .ok()
@@ -55,7 +55,7 @@ fn cursor(lake: &lake::Lake) -> i64 {
 
 /// A raw status row committed the way din does, without the simulator.
 mod raw_fixture {
-    pub fn status_row(lake: &lake::Lake, id: &str, time: &str) {
+    pub fn status_row(lake: &dq_lake::Lake, id: &str, time: &str) {
         let data = format!(r#"{{"signals":[{{"name":"speed","timestamp":"{time}","value":12}}]}}"#);
         lake.conn()
             .execute(
@@ -73,13 +73,11 @@ mod raw_fixture {
 }
 
 fn every_sample_event_runs(backend: Backend) {
-    let t = TestLake::new(backend);
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
+    let (t, lake) = dq_dinsim::testing::din_lake(backend);
     status_row(&lake, "a", "2025-06-02T10:00:00Z");
     status_row(&lake, "b", "2025-06-02T11:00:00Z");
     let m = Materializer::builder(lake).emf(false).build().unwrap();
-    let ctx = Context::new(m, lease::Lease::local(t.path("materializer.lease")));
+    let ctx = Context::new(m, dq_lease::Lease::local(t.path("materializer.lease")));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use fn_materializer::{handler, Context};
-use lake::testing::{Backend, TestLake};
-use materialize::Materializer;
+use dq_fn_materializer::{handler, Context};
+use dq_lake::testing::{Backend, TestLake};
+use dq_materialize::Materializer;
 use serde_json::json;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -19,21 +19,24 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// The lease of `backend` (`dynamodb` on a fresh moto table, or `file` in `t`).
-fn lease_of(rt: &tokio::runtime::Runtime, backend: &str, t: &TestLake) -> lease::Lease {
+fn lease_of(rt: &tokio::runtime::Runtime, backend: &str, t: &TestLake) -> dq_lease::Lease {
     if backend == "file" {
-        return lease::Lease::local(t.path("materializer.lease"));
+        return dq_lease::Lease::local(t.path("materializer.lease"));
     }
-    let moto = testkit::shared_moto();
-    let cfg = lease::LeaseConfig {
-        table: Some(testkit::unique_name("lease")),
+    let moto = dq_testkit::shared_moto();
+    let cfg = dq_lease::LeaseConfig {
+        table: Some(dq_testkit::unique_name("lease")),
         endpoint: Some(moto.endpoint()),
         region: moto.region().to_owned(),
         access_key_id: Some(moto.access_key().to_owned()),
         secret_access_key: Some(moto.secret_key().to_owned()),
-        ..lease::LeaseConfig::default()
+        ..dq_lease::LeaseConfig::default()
     };
     let lease = rt
-        .block_on(lease::Lease::from_config(&cfg, "/nonexistent/unused.lease"))
+        .block_on(dq_lease::Lease::from_config(
+            &cfg,
+            "/nonexistent/unused.lease",
+        ))
         .unwrap();
     rt.block_on(lease.create_table_if_missing()).unwrap();
     lease
@@ -43,9 +46,7 @@ fn lease_of(rt: &tokio::runtime::Runtime, backend: &str, t: &TestLake) -> lease:
 fn a_wait_the_holder_does_not_answer_fails_clearly() {
     let rt = runtime();
     for backend in ["dynamodb", "file"] {
-        let t = TestLake::new(Backend::File);
-        let lake = t.open().unwrap();
-        lake::raw::ensure(&lake).unwrap();
+        let (t, lake) = dq_dinsim::testing::din_lake(Backend::File);
         let m = Materializer::builder(lake).emf(false).build().unwrap();
         let lease = lease_of(&rt, backend, &t);
         let ctx = Context::new(m, lease.clone().with_wait(Duration::from_secs(2)));

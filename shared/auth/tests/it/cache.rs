@@ -2,8 +2,8 @@
 //! failure, single-flight refreshes.
 
 use crate::{vehicle, ISSUER};
-use auth::dev::{DevClaims, DevSigner};
-use auth::{
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::{
     AuthError, CacheConfig, ErrorCode, JwksCache, JwksFetchError, KeySource, Permission,
     TokenRejection, TokenValidator, ValidationConfig,
 };

@@ -1,8 +1,8 @@
-//! §5.3 cloud-event authorization (dq and fetch GraphQL dialects): raw-data rule, own asset,
+//! Cloud-event authorization (dq and fetch GraphQL dialects): raw-data rule, own asset,
 //! identity-linked devices with DID normalization.
 
 use crate::{device, principal, vehicle, Links, DEVICE_CONTRACT};
-use auth::{authorize_cloud_events, AuthError, Permission, Principal, SubjectDenial, Surface};
+use dq_auth::{authorize_cloud_events, AuthError, Permission, Principal, SubjectDenial, Surface};
 
 fn raw() -> Principal {
     principal(&vehicle(42), &[Permission::GetRawData])
@@ -137,12 +137,12 @@ async fn every_other_subject_is_denied_with_one_text() {
     );
 }
 
-/// dialects.md §2.5: telemetry `attestations` grant matching.
+/// telemetry `attestations` grant matching.
 #[test]
 fn attestation_grants() {
     use crate::{signer, validator};
-    use auth::dev::DevClaims;
-    use auth::{authorize_attestations, AttestationRequest};
+    use dq_auth::dev::DevClaims;
+    use dq_auth::{authorize_attestations, AttestationRequest};
     use serde_json::json;
 
     const SRC: &str = "0x9c94C395cBcBDe662235E0A9d3bB87Ad708561BA";

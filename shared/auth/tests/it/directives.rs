@@ -1,8 +1,8 @@
-//! §5.2 directives (dq) and the telemetry vehicle gate (dialects.md §2.4), with exact texts.
+//! GraphQL directives (dq) and the telemetry vehicle gate, with exact texts.
 
 use crate::{principal, vehicle, VEHICLE_CONTRACT};
-use auth::dev::{DevClaims, DevSigner};
-use auth::{
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::{
     require_all_of, require_one_of, require_signal, require_vehicle_token,
     require_vehicle_token_id, validate_telemetry_asset, AuthError, Permission, Privilege, Surface,
     TokenRejection,
@@ -182,15 +182,16 @@ fn every_catalog_signal_field_carries_its_directive() {
         e.message(Surface::Dq),
         "unauthorized: missing required privilege privilege:GetNonLocationHistory"
     );
-    let e = require_signal(Some(&non_loc), auth::authz::APPROXIMATE_LOCATION_SIGNAL).unwrap_err();
+    let e =
+        require_signal(Some(&non_loc), dq_auth::authz::APPROXIMATE_LOCATION_SIGNAL).unwrap_err();
     assert!(matches!(e, AuthError::MissingAnyPrivilege { .. }));
     let approx = principal(&vehicle(1), &[Permission::GetApproximateLocation]);
     assert_eq!(
-        require_signal(Some(&approx), auth::authz::APPROXIMATE_LOCATION_SIGNAL),
+        require_signal(Some(&approx), dq_auth::authz::APPROXIMATE_LOCATION_SIGNAL),
         Ok(())
     );
     assert_eq!(
-        require_signal(Some(&loc), auth::authz::APPROXIMATE_LOCATION_SIGNAL),
+        require_signal(Some(&loc), dq_auth::authz::APPROXIMATE_LOCATION_SIGNAL),
         Ok(())
     );
     // Non-signal fields have no directive.

@@ -1,6 +1,6 @@
 //! One typed error, one code, every surface's text.
 
-use auth::{AuthError, Check, ErrorCode, Permission, Surface, TokenRejection};
+use dq_auth::{AuthError, Check, ErrorCode, Permission, Surface, TokenRejection};
 
 #[test]
 fn codes_map_once_to_every_transport() {

@@ -1,9 +1,9 @@
-//! §5.5 FetchService authorization and issue 7's service callers: nobody unauthenticated is
+//! FetchService authorization and issue 7's service callers: nobody unauthenticated is
 //! ever served.
 
 use crate::{device, principal, signer, validator, vehicle, Links};
-use auth::dev::{now_secs, DevClaims};
-use auth::{
+use dq_auth::dev::{now_secs, DevClaims};
+use dq_auth::{
     authorize_index_subjects, authorize_subject_filter, AuthError, ErrorCode, GrpcAuthenticator,
     GrpcCredentials, Permission, Principal, ServiceAllowList, ServiceCaller, ServicePrincipal,
     SubjectScope, Surface, TrustedNetworks, VerifiedIamCaller,

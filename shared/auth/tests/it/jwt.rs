@@ -1,10 +1,10 @@
-//! §5.1: every rejection case, and what a valid token yields.
+//! JWT validation: every rejection case, and what a valid token yields.
 
 use crate::{signer, validator, vehicle, ISSUER};
-use auth::dev::{now_secs, DevClaims, DevSigner};
-use auth::{AuthError, ErrorCode, Permission, Principal, Surface, TokenRejection};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use dq_auth::dev::{now_secs, DevClaims, DevSigner};
+use dq_auth::{AuthError, ErrorCode, Permission, Principal, Surface, TokenRejection};
 use serde_json::json;
 
 fn claims() -> DevClaims {

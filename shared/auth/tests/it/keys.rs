@@ -1,9 +1,9 @@
 //! KeySet: which JWKS entries are usable.
 
 use crate::signer;
-use auth::{AuthError, KeySet};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use dq_auth::{AuthError, KeySet};
 use serde_json::json;
 
 #[test]

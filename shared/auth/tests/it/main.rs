@@ -12,8 +12,8 @@ mod remote;
 mod settings;
 mod signals;
 
-use auth::dev::{DevClaims, DevSigner};
-use auth::{DeviceLinks, IdentityError, LinkFuture, Permission, Principal, TokenValidator};
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::{DeviceLinks, IdentityError, LinkFuture, Permission, Principal, TokenValidator};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 

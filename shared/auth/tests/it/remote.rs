@@ -2,8 +2,8 @@
 //! without being read to its end.
 
 use crate::signer;
-use auth::remote::{HttpJwks, MAX_JWKS_BYTES};
-use auth::{JwksFetcher, JwksLocation};
+use dq_auth::remote::{HttpJwks, MAX_JWKS_BYTES};
+use dq_auth::{JwksFetcher, JwksLocation};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -98,6 +98,6 @@ async fn a_jwks_body_within_the_cap_is_served() {
         let url = serve(padded_jwks(MAX_JWKS_BYTES), framing).await;
         let body = fetcher(url).fetch().await.unwrap();
         assert_eq!(body.len(), MAX_JWKS_BYTES);
-        assert!(auth::KeySet::from_jwks_json(&body).is_ok());
+        assert!(dq_auth::KeySet::from_jwks_json(&body).is_ok());
     }
 }

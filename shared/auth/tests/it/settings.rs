@@ -2,12 +2,12 @@
 //! query function inside Lambda needs a token issuer, the JWKS staleness bound, and the trusted
 //! networks of the long-running gRPC service.
 
-use auth::config::{
+use dq_auth::config::{
     AWS_LAMBDA_FUNCTION_NAME, AWS_LAMBDA_RUNTIME_API, DEFAULT_JWKS_MAX_STALENESS,
     FETCH_GRPC_TRUSTED_CIDRS, FETCH_GRPC_TRUST_UNAUTHENTICATED, TOKEN_EXCHANGE_ISSUER_URL,
     TOKEN_EXCHANGE_JWKS_MAX_STALENESS,
 };
-use auth::{AuthSettings, Cidr, ConfigError, TrustedNetworks};
+use dq_auth::{AuthSettings, Cidr, ConfigError, TrustedNetworks};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::net::SocketAddr;

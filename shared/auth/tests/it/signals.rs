@@ -1,8 +1,8 @@
-//! §5.4 per-signal filtering for availableSignals / dataSummary / signalsSnapshot.
+//! Per-signal privilege filtering for availableSignals / dataSummary / signalsSnapshot.
 
 use crate::{principal, vehicle};
-use auth::authz::APPROXIMATE_LOCATION_SIGNAL;
-use auth::{filter_signals, may_read_signal, Permission};
+use dq_auth::authz::APPROXIMATE_LOCATION_SIGNAL;
+use dq_auth::{filter_signals, may_read_signal, Permission};
 
 const LOCATION: [&str; 3] = [
     "currentLocationCoordinates",

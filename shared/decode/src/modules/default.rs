@@ -1,5 +1,5 @@
 //! The default module: the catch-all for every source without a vendor module
-//! (decoding.md §7.1; dq's port `defaultmodule.go`).
+//! (a port of dq's `defaultmodule.go`).
 //!
 //! Payloads are read the way Go's `encoding/json` fills a struct: field names match
 //! case-insensitively, the LAST duplicate wins, and a type mismatch anywhere fails the whole

@@ -1,4 +1,4 @@
-//! Vendor modules and their registry (decoding.md §5): a module is chosen by the raw event's
+//! Vendor modules and their registry: a module is chosen by the raw event's
 //! `source`, compared as an exact, case-sensitive string, with the default module as fallback.
 //! A lowercase source therefore falls to the default module, as in model-garage; dq keeps that
 //! parity instead of normalising case.

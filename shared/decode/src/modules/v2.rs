@@ -1,4 +1,4 @@
-//! AutoPi and HashDog (Macaron) "V2" payloads (decoding.md §7.2): one name-dispatch table,
+//! AutoPi and HashDog (Macaron) "V2" payloads: one name-dispatch table,
 //! two flavours that differ in a few conversion rules.
 //!
 //! Payload: `{"vehicle":{"signals":[{"name","timestamp"(unix ms),"value"}]}}`, read with gjson
@@ -18,7 +18,7 @@ use dq_cloudevent::json::Value;
 use dq_cloudevent::{Erc721Did, RawEvent};
 use dq_signals::names as n;
 
-/// Vendor-only names the V2 decoders emit (decoding.md §4.3); merged or stored by dq.
+/// Vendor-only names the V2 decoders emit (not in the default catalog); merged or stored by dq.
 pub mod vendor_names {
     /// Consumed by the coordinate merge.
     pub const CURRENT_LOCATION_LATITUDE: &str = "currentLocationLatitude";
@@ -102,7 +102,7 @@ fn targets(name: &str, flavour: Flavour) -> &'static [(&'static str, Rule)] {
         ("evap", _) => &[(n::OBD_COMMANDED_EVAP, AsIs)],
         ("frontRightWheelSpeed", _) => &[(n::CHASSIS_AXLE_ROW1_WHEEL_RIGHT_SPEED, AsIs)],
         ("frontlLeftWheelSpeed", _) => &[(n::CHASSIS_AXLE_ROW1_WHEEL_LEFT_SPEED, AsIs)],
-        // fuelPercentRemaining shares the signal's first (identity) rule: not ×100 (§7.2 step 3).
+        // fuelPercentRemaining shares the signal's first (identity) rule: not ×100.
         ("fuelLevel" | "fuelPercentRemaining", _) => {
             &[(n::POWERTRAIN_FUEL_SYSTEM_RELATIVE_LEVEL, AsIs)]
         }

@@ -1,8 +1,9 @@
-//! §5.5 over the wire: nobody unauthenticated is served, and a token reads only its subject.
+//! FetchService authorization over the wire: nobody unauthenticated is served, and a token reads
+//! only its subject.
 
 use crate::{fixture, options, request, subject, Fixture};
-use auth::Permission;
-use proto::grpc::{
+use dq_auth::Permission;
+use dq_proto::grpc::{
     AdvancedSearchOptions, CloudEventIndex, GetLatestCloudEventRequest, GetLatestIndexRequest,
     ListCloudEventsFromKeysRequest, ListCloudEventsRequest, ListIndexesRequest, ObjectInfo,
     SearchOptions,
@@ -18,7 +19,7 @@ fn every_rpc(
 ) -> Vec<(Code, String)> {
     let c = f.client(f.strict);
     let index = CloudEventIndex {
-        header: Some(proto::cloudevent::CloudEventHeader {
+        header: Some(dq_proto::cloudevent::CloudEventHeader {
             subject: search.subject.clone().unwrap_or_default(),
             id: "a1".into(),
             ..Default::default()
@@ -160,7 +161,7 @@ fn wrong_subject_and_missing_permission_are_refused() {
                 options: None,
                 limit: 5,
                 advanced_options: Some(AdvancedSearchOptions {
-                    subject: Some(proto::grpc::StringFilterOption {
+                    subject: Some(dq_proto::grpc::StringFilterOption {
                         r#in: vec![subject(1), subject(2)],
                         ..Default::default()
                     }),
@@ -176,14 +177,14 @@ fn wrong_subject_and_missing_permission_are_refused() {
     );
 }
 
-const DEVICE: &str = "did:erc721:137:0x9c94C395cBcBDe662235E0A9d3bB87Ad708561BA";
+use dq_dinsim::testing::PRODUCER as DEVICE;
 
 /// identity-api stand-in: devices 5 and 7 are paired to vehicle 1 (7 answers after a second),
 /// device 6 to vehicle 2.
 struct Links;
 
-impl auth::DeviceLinks for Links {
-    fn paired_vehicle<'a>(&'a self, device_did: &'a str) -> auth::LinkFuture<'a> {
+impl dq_auth::DeviceLinks for Links {
+    fn paired_vehicle<'a>(&'a self, device_did: &'a str) -> dq_auth::LinkFuture<'a> {
         Box::pin(async move {
             let token = device_did.rsplit(':').next().unwrap_or_default();
             if token == "7" {
@@ -200,7 +201,7 @@ impl auth::DeviceLinks for Links {
 
 fn list_indexes(
     f: &Fixture,
-    c: &mut proto::grpc::fetch_service_client::FetchServiceClient<tonic::transport::Channel>,
+    c: &mut dq_proto::grpc::fetch_service_client::FetchServiceClient<tonic::transport::Channel>,
     subject: &str,
 ) -> Result<usize, tonic::Status> {
     f.rt.block_on(c.list_indexes(request(

@@ -2,18 +2,19 @@
 //! that is gone yields the event with an empty payload; a wrong key fails the call.
 
 use crate::{at, event, fixture, options, request, runtime, BLOB_KEY};
-use blob::{BlobConfig, BlobStore};
-use fetch::{Db, FetchApi, Payloads};
-use lake::testing::{Backend, TestLake};
-use proto::grpc::GetLatestCloudEventRequest;
+use dq_blob::{BlobConfig, BlobStore};
+use dq_fetch::FetchApi;
+use dq_lake::testing::Backend;
+use dq_proto::grpc::GetLatestCloudEventRequest;
+use dq_rawquery::{Db, Payloads};
 use std::sync::Arc;
 use tonic::Code;
 
 fn s3_store(bucket: &str, key: Option<&str>) -> Arc<BlobStore> {
-    let moto = testkit::shared_moto();
+    let moto = dq_testkit::shared_moto();
     let cfg = BlobConfig {
         bucket: bucket.into(),
-        prefix: blob::DEFAULT_PREFIX.into(),
+        prefix: dq_blob::DEFAULT_PREFIX.into(),
         encryption_key: key.map(str::to_string),
         region: Some(moto.region().into()),
         access_key_id: Some(moto.access_key().into()),
@@ -25,25 +26,23 @@ fn s3_store(bucket: &str, key: Option<&str>) -> Arc<BlobStore> {
 }
 
 fn bucket() -> String {
-    let name = testkit::unique_name("fetch")
+    let name = dq_testkit::unique_name("fetch")
         .to_lowercase()
         .replace('_', "-");
-    testkit::shared_moto().create_bucket(&name).unwrap();
+    dq_testkit::shared_moto().create_bucket(&name).unwrap();
     name
 }
 
 #[test]
 fn sealed_blobs_on_s3() {
     let f = fixture();
-    let t = TestLake::new(Backend::File);
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
+    let (_t, lake) = dq_dinsim::testing::din_lake(Backend::File);
     let written = bucket();
     let store = s3_store(&written, Some(BLOB_KEY));
     let payload = format!(r#"{{"image":"{}"}}"#, "q".repeat(300));
     let rt = runtime();
     rt.block_on(
-        sim::Writer::new(&lake, Some(&store))
+        dq_dinsim::Writer::new(&lake, Some(&store))
             .with_threshold(64)
             .write_bundle(&[event(1, "s3", "dimo.status", at(1), &payload)]),
     )
@@ -53,7 +52,7 @@ fn sealed_blobs_on_s3() {
         let api = FetchApi::new(
             Arc::clone(&db),
             Payloads::new(Some(store)),
-            auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
+            dq_auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
         );
         let mut c = f.client(f.serve(api));
         f.rt.block_on(c.get_latest_cloud_event(request(

@@ -2,7 +2,7 @@
 //! the server's maximum deadline; a shorter one is honoured.
 
 use crate::{fixture, options, request};
-use proto::grpc::ListIndexesRequest;
+use dq_proto::grpc::ListIndexesRequest;
 use std::time::Duration;
 use tonic::Code;
 

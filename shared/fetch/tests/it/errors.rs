@@ -4,13 +4,13 @@
 //! or the bucket, key and response — and the detail goes to the log.
 
 use crate::{fixture, options, request, seed, BLOB_KEY};
-use blob::{BlobConfig, BlobError, BlobStore, S3Failure};
-use fetch::{Db, FetchApi, FetchError, Payloads};
-use lake::testing::{Backend, TestLake};
-use proto::grpc::{
+use dq_blob::{BlobConfig, BlobError, BlobStore, S3Failure};
+use dq_fetch::FetchApi;
+use dq_proto::grpc::{
     GetLatestCloudEventRequest, GetLatestIndexRequest, ListCloudEventsFromKeysRequest,
     ListCloudEventsRequest, ListIndexesRequest,
 };
+use dq_rawquery::{Db, FetchError, Payloads};
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::Code;
@@ -34,7 +34,7 @@ fn s3(status: u16, code: &str) -> S3Failure {
 #[test]
 fn client_texts_kept_and_generic() {
     let kept: Vec<(FetchError, &str)> = vec![
-        // latestCloudEvent's and ListCloudEventsFromIndex's "no row" (dq-query.md §4.7, §4.5).
+        // latestCloudEvent's and ListCloudEventsFromIndex's "no row".
         (
             FetchError::NotFound,
             "cloud event not found: sql: no rows in result set",
@@ -85,7 +85,7 @@ fn client_texts_kept_and_generic() {
     }
     let generic: Vec<(FetchError, &str)> = vec![
         (
-            FetchError::Lake(lake::Error::Duckdb {
+            FetchError::Lake(dq_lake::Error::Duckdb {
                 context: "search raw_events".into(),
                 message: "IO Error: Unable to connect to Postgres at \"host=db.internal port=5432 \
                           dbname=lake user=dq_reader password=***\""
@@ -155,18 +155,13 @@ fn client_texts_kept_and_generic() {
 /// the log, without the password.
 #[test]
 fn catalog_down_answers_generic_texts() {
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     let f = fixture();
     // A server of its own: stopping the shared one would fail every other test.
-    let pg = testkit::Postgres::start().unwrap();
+    let pg = dq_testkit::Postgres::start().unwrap();
     let dsn = pg.create_database("lake").unwrap();
-    let mut t = TestLake::new(Backend::File);
-    t.backend = Backend::Postgres;
-    t.config = lake::LakeConfig::new(&dsn, Some(&t.path("data").display().to_string()));
-    t.config.extension_dir = lake::testing::extension_dir();
-    t.config.threads = Some(2);
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
+    let t = dq_dinsim::testing::lake_on_postgres(&dsn);
+    let lake = dq_dinsim::testing::open_din_lake(&t);
     let mut cfg = BlobConfig::local(t.path("blobs"));
     cfg.encryption_key = Some(BLOB_KEY.into());
     let store = Arc::new(crate::runtime().block_on(BlobStore::open(&cfg)).unwrap());
@@ -174,7 +169,7 @@ fn catalog_down_answers_generic_texts() {
     let api = FetchApi::new(
         Arc::new(Db::new(lake)),
         Payloads::new(Some(store)),
-        auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
+        dq_auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
     );
     let c = f.client(f.serve(api));
     let index = {
@@ -267,10 +262,10 @@ fn catalog_down_answers_generic_texts() {
         assert!(!e.message().contains(&port), "{}", e.message());
         texts.push(e.message().to_string());
     }
-    let logged = testkit::logs::lines()
+    let logged = dq_testkit::logs::lines()
         .into_iter()
         .filter(|l| l.contains("FetchService call failed"))
         .count();
     assert!(logged >= 5, "{logged} failure lines logged");
-    testkit::logs::assert_no_secrets(&[pg.password()], &texts);
+    dq_testkit::logs::assert_no_secrets(&[pg.password()], &texts);
 }

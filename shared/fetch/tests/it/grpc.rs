@@ -1,7 +1,7 @@
-//! Each RPC through a tonic client over HTTP/2 (§4.3), with its edge cases.
+//! Each RPC through a tonic client over HTTP/2, with its edge cases.
 
 use crate::{at, big_payload, fixture, ids, options, request, subject, ts};
-use proto::grpc::{
+use dq_proto::grpc::{
     AdvancedSearchOptions, CloudEventIndex, GetLatestCloudEventRequest, GetLatestIndexRequest,
     ListCloudEventsFromKeysRequest, ListCloudEventsRequest, ListIndexesRequest, ObjectInfo,
     SearchOptions, StringFilterOption,
@@ -138,7 +138,7 @@ fn latest_index_and_event() {
         .unwrap();
     assert_eq!(big.data, big_payload().into_bytes());
     // No match → NOT_FOUND for both.
-    let token9 = f.bearer(9, &[auth::Permission::GetRawData]);
+    let token9 = f.bearer(9, &[dq_auth::Permission::GetRawData]);
     let e =
         f.rt.block_on(c.get_latest_index(request(
             GetLatestIndexRequest {
@@ -323,10 +323,10 @@ fn trusted_callers_search_unscoped_with_the_floor() {
 #[test]
 fn budget_and_deadline() {
     let f = fixture();
-    let budget = fetch::FetchApi::new(
+    let budget = dq_fetch::FetchApi::new(
         Arc::clone(&f.seeded.db),
-        fetch::Payloads::new(Some(Arc::clone(&f.seeded.store))).with_budget(100),
-        auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
+        dq_rawquery::Payloads::new(Some(Arc::clone(&f.seeded.store))).with_budget(100),
+        dq_auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
     );
     let mut c = f.client(f.serve(budget));
     let e =

@@ -3,13 +3,13 @@
 
 use crate::{fixture, ids, options, subject};
 use bytes::Bytes;
+use dq_proto::grpc::{
+    GetLatestIndexRequest, GetLatestIndexResponse, ListCloudEventsRequest, ListCloudEventsResponse,
+};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use prost::Message;
-use proto::grpc::{
-    GetLatestIndexRequest, GetLatestIndexResponse, ListCloudEventsRequest, ListCloudEventsResponse,
-};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
@@ -139,7 +139,7 @@ fn latest_index_and_errors_over_grpc_web() {
         options: Some(options(2)),
         advanced_options: None,
     };
-    let owner2 = f.bearer(2, &[auth::Permission::GetRawData]);
+    let owner2 = f.bearer(2, &[dq_auth::Permission::GetRawData]);
     let reply = call(
         f.strict,
         "GetLatestIndex",
@@ -167,7 +167,7 @@ fn latest_index_and_errors_over_grpc_web() {
     );
     assert_eq!(reply.status, 7, "{reply:?}");
     assert!(reply.data.is_none());
-    let nine = f.bearer(9, &[auth::Permission::GetRawData]);
+    let nine = f.bearer(9, &[dq_auth::Permission::GetRawData]);
     let req9 = GetLatestIndexRequest {
         options: Some(options(9)),
         advanced_options: None,

@@ -6,16 +6,16 @@
 use crate::grpc_web::{call, decode, frame};
 use crate::{fixture, ids, options};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
-use prost::Message;
-use proto::cloudevent::CloudEventHeader;
-use proto::grpc::{
+use dq_proto::cloudevent::CloudEventHeader;
+use dq_proto::grpc::{
     AdvancedSearchOptions, CloudEventIndex, GetLatestCloudEventRequest, GetLatestIndexRequest,
     ListCloudEventsFromKeysRequest, ListCloudEventsRequest, ListCloudEventsResponse,
     ListIndexesRequest, ObjectInfo, SearchOptions, StringFilterOption,
 };
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use prost::Message;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
@@ -92,7 +92,7 @@ fn garbage_bodies_get_a_grpc_status() {
     let f = fixture();
     let before = baseline(f.strict);
     let owner = f.owner();
-    let mut rng = testkit::XorShift::new(0xfeed_beef_0000_0001);
+    let mut rng = dq_testkit::XorShift::new(0xfeed_beef_0000_0001);
     let mut by_status: BTreeMap<i32, usize> = BTreeMap::new();
     let mut calls = 0;
     for method in METHODS {
@@ -222,7 +222,7 @@ fn injection_strings_are_data_not_sql() {
             let reply = call(f.strict, method, &message, Some(&authorization));
             calls += 1;
             // An index key with no row is INTERNAL "cloud event not found" by the spec
-            // (dq-query.md §4.3); any other INTERNAL would be a failure the input caused.
+            // (Go's behaviour); any other INTERNAL would be a failure the input caused.
             let specified_not_found = method == "ListCloudEventsFromIndex"
                 && reply.status == 13
                 && reply
@@ -248,5 +248,5 @@ fn injection_strings_are_data_not_sql() {
 }
 
 fn report(name: &str, figures: &serde_json::Value) {
-    testkit::report_figures(name, &serde_json::to_string_pretty(figures).unwrap());
+    dq_testkit::report_figures(name, &serde_json::to_string_pretty(figures).unwrap());
 }

@@ -8,17 +8,18 @@
 
 use crate::grpc_web::{decode, Reply};
 use crate::{at, big_payload, event, ids, runtime, subject, ALLOWED_ROLE, BLOB_KEY, ISSUER};
-use auth::dev::DevSigner;
-use auth::{GrpcAuthenticator, ServiceAllowList};
-use blob::{BlobConfig, BlobStore};
-use fetch::{Db, FetchApi, Payloads};
-use lake::testing::{Backend, TestLake};
-use lambda_http::request::LambdaRequest;
-use prost::Message;
-use proto::grpc::{
+use dq_auth::dev::DevSigner;
+use dq_auth::{GrpcAuthenticator, ServiceAllowList};
+use dq_blob::{BlobConfig, BlobStore};
+use dq_fetch::FetchApi;
+use dq_lake::testing::{Backend, TestLake};
+use dq_proto::grpc::{
     GetLatestCloudEventResponse, GetLatestIndexResponse, ListCloudEventsFromKeysResponse,
     ListCloudEventsResponse,
 };
+use dq_rawquery::{Db, Payloads};
+use lambda_http::request::LambdaRequest;
+use prost::Message;
 use std::sync::{Arc, OnceLock};
 
 /// The demo fleet's first and second vehicle (`dqctl seed --seed 7`).
@@ -42,9 +43,7 @@ struct Demo {
 fn demo() -> &'static Demo {
     static D: OnceLock<Demo> = OnceLock::new();
     D.get_or_init(|| {
-        let test_lake = TestLake::new(Backend::File);
-        let lake = test_lake.open().unwrap();
-        lake::raw::ensure(&lake).unwrap();
+        let (test_lake, lake) = dq_dinsim::testing::din_lake(Backend::File);
         let mut cfg = BlobConfig::local(test_lake.path("blobs"));
         cfg.encryption_key = Some(BLOB_KEY.into());
         let rt = runtime();
@@ -58,7 +57,7 @@ fn demo() -> &'static Demo {
             event(FIRST, "s3", "dimo.status", at(40), r#"{"n":3}"#),
             event(FIRST, "big", "dimo.status", at(50), &big_payload()),
         ];
-        let writer = sim::Writer::new(&lake, Some(store.as_ref())).with_threshold(300);
+        let writer = dq_dinsim::Writer::new(&lake, Some(store.as_ref())).with_threshold(300);
         rt.block_on(writer.write_bundle(&events)).unwrap();
         Demo {
             db: Arc::new(Db::new(lake)),
@@ -70,7 +69,7 @@ fn demo() -> &'static Demo {
 }
 
 fn sample(name: &str) -> serde_json::Value {
-    let path = testkit::workspace_root().join("events").join(name);
+    let path = dq_testkit::workspace_root().join("events").join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
@@ -87,9 +86,9 @@ fn invoke(event: serde_json::Value) -> Reply {
     );
     let request: LambdaRequest = serde_json::from_value(event).unwrap();
     let request: lambda_http::Request = request.into();
-    let router = fetch::server::router(api);
+    let router = dq_fetch::server::router(api);
     runtime().block_on(async {
-        let response = fetch::lambda::handle(router, request).await.unwrap();
+        let response = dq_fetch::lambda::handle(router, request).await.unwrap();
         let response = lambda_http::IntoResponse::into_response(response).await;
         assert_eq!(response.status(), 200);
         let (parts, body) = response.into_parts();
@@ -129,7 +128,11 @@ fn sample_events_find_their_data() {
     assert_eq!(index.header.unwrap().subject, subject(SECOND));
     assert_eq!(
         index.data.unwrap().key,
-        format!("{}{}/b1", fetch::search::LAKE_KEY_PREFIX, subject(SECOND))
+        format!(
+            "{}{}/b1",
+            dq_rawquery::search::LAKE_KEY_PREFIX,
+            subject(SECOND)
+        )
     );
 
     let reply = invoke(sample("fetch-list-cloud-events-from-index.json"));

@@ -1,5 +1,5 @@
 //! FetchService against a real lake (DuckDB + DuckLake, seeded by the din simulator):
-//! - `search.rs`: the read semantics through [`fetch::Reader`] and [`fetch::Payloads`], on both
+//! - `search.rs`: the read semantics through [`dq_rawquery::Reader`] and [`dq_rawquery::Payloads`], on both
 //!   catalog backends;
 //! - `grpc.rs`: each RPC through a tonic client over HTTP/2, edge cases included;
 //! - `grpc_web.rs`: the same service over HTTP/1.1 `application/grpc-web+proto`;
@@ -30,22 +30,21 @@ mod s3_logs;
 mod search;
 mod trusted_networks;
 
-use auth::dev::{now_secs, DevClaims, DevSigner};
-use auth::{GrpcAuthenticator, Permission, ServiceAllowList};
 use base64::Engine as _;
-use blob::{BlobConfig, BlobStore};
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use dq_cloudevent::event::{CloudEventHeader, RawEvent};
-use fetch::{Db, FetchApi, Payloads};
-use lake::testing::{Backend, TestLake};
-use lake::Lake;
-use proto::grpc::fetch_service_client::FetchServiceClient;
+use dq_auth::dev::{now_secs, DevClaims, DevSigner};
+use dq_auth::{GrpcAuthenticator, Permission, ServiceAllowList};
+use dq_blob::{BlobConfig, BlobStore};
+use dq_fetch::FetchApi;
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::Lake;
+use dq_proto::grpc::fetch_service_client::FetchServiceClient;
+use dq_rawquery::{Db, Payloads};
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use tonic::transport::Channel;
 
-pub const VEHICLE: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF";
-pub const SOURCE: &str = "0xF26421509Efe92861a587482100c6d728aBf1CD0";
+pub use dq_dinsim::testing::{event, subject, SOURCE, VEHICLE};
 pub const OTHER_SOURCE: &str = "0x5e31bBc786D7bEd95216383787deA1ab0f1c1897";
 pub const ATTESTER: &str = "0x07B584f6a7125491C991ca2a45ab9e641B1CeE1b";
 /// DBE1 key (32 × 0x2a), also din's golden-vector key.
@@ -54,10 +53,6 @@ pub const ISSUER: &str = "https://issuer.test";
 /// The IAM role allowed without a token (matches `events/fetch-*.json`).
 pub const ALLOWED_ROLE: &str = "arn:aws:iam::123456789012:role/telemetry-api";
 
-pub fn subject(token: u32) -> String {
-    format!("{VEHICLE}:{token}")
-}
-
 /// Fixed base time of the seeded events (within 400 days of the test clock for most tests).
 pub fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap()
@@ -65,25 +60,6 @@ pub fn t0() -> DateTime<Utc> {
 
 pub fn at(secs: i64) -> DateTime<Utc> {
     t0() + Duration::seconds(secs)
-}
-
-/// An event of vehicle `token` with a JSON payload.
-pub fn event(token: u32, id: &str, event_type: &str, time: DateTime<Utc>, data: &str) -> RawEvent {
-    RawEvent {
-        header: CloudEventHeader {
-            event_type: event_type.into(),
-            source: SOURCE.into(),
-            subject: subject(token),
-            id: id.into(),
-            time,
-            data_content_type: "application/json".into(),
-            data_version: "default/v1.0".into(),
-            producer: format!("did:erc721:137:0x9c94C395cBcBDe662235E0A9d3bB87Ad708561BA:{token}"),
-            ..Default::default()
-        },
-        data: Some(data.into()),
-        data_base64: None,
-    }
 }
 
 /// The big payload of event `big` (externalized above the 300-byte test threshold).
@@ -104,12 +80,12 @@ pub fn binary_payload() -> Vec<u8> {
 /// - vehicle 2: `b1` 15 s from another source.
 pub fn seed(lake: &Lake, store: &BlobStore) {
     let rt = runtime();
-    let writer = sim::Writer::new(lake, Some(store)).with_threshold(300);
+    let writer = dq_dinsim::Writer::new(lake, Some(store)).with_threshold(300);
     let mut a3 = event(1, "a3", "dimo.status", at(20), r#"{"n":3}"#);
     a3.header.tags = vec!["x".into(), "y".into()];
     let a3f = event(1, "a3", "dimo.fingerprint", at(20), r#"{"vin":"X"}"#);
     let v1 = event(1, "v1", "dimo.status", at(40), r#"{"n":"voided"}"#);
-    let tomb = sim::tombstone(&v1, ATTESTER, "tomb-1", at(5), "test");
+    let tomb = dq_dinsim::tombstone(&v1, ATTESTER, "tomb-1", at(5), "test");
     let mut bin = event(1, "bin", "dimo.raw.image", at(50), "");
     bin.data = None;
     bin.data_base64 = Some(base64::engine::general_purpose::STANDARD.encode(binary_payload()));
@@ -159,8 +135,7 @@ pub struct Seeded {
 
 pub fn seeded(backend: Backend) -> Seeded {
     let test_lake = TestLake::new(backend);
-    let lake = test_lake.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
+    let lake = dq_dinsim::testing::open_din_lake(&test_lake);
     let mut cfg = BlobConfig::local(test_lake.path("blobs"));
     cfg.encryption_key = Some(BLOB_KEY.into());
     let store = Arc::new(runtime().block_on(BlobStore::open(&cfg)).unwrap());
@@ -225,8 +200,8 @@ impl Fixture {
         self.rt.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
-            let router = fetch::server::router(api);
-            tokio::spawn(fetch::server::serve(
+            let router = dq_fetch::server::router(api);
+            tokio::spawn(dq_fetch::server::serve(
                 router,
                 listener,
                 std::future::pending(),
@@ -241,7 +216,7 @@ impl Fixture {
             FetchServiceClient::connect(format!("http://{addr}"))
                 .await
                 .unwrap()
-                .max_decoding_message_size(fetch::server::MAX_MESSAGE_BYTES)
+                .max_decoding_message_size(dq_fetch::server::MAX_MESSAGE_BYTES)
         })
     }
 
@@ -280,7 +255,7 @@ pub fn request<T>(message: T, authorization: Option<&str>) -> tonic::Request<T> 
 }
 
 /// Ids of events, in order.
-pub fn ids(events: &[proto::cloudevent::CloudEvent]) -> Vec<String> {
+pub fn ids(events: &[dq_proto::cloudevent::CloudEvent]) -> Vec<String> {
     events
         .iter()
         .map(|e| e.header.as_ref().unwrap().id.clone())
@@ -288,8 +263,8 @@ pub fn ids(events: &[proto::cloudevent::CloudEvent]) -> Vec<String> {
 }
 
 /// Plain options scoped to vehicle `token`.
-pub fn options(token: u32) -> proto::grpc::SearchOptions {
-    proto::grpc::SearchOptions {
+pub fn options(token: u32) -> dq_proto::grpc::SearchOptions {
+    dq_proto::grpc::SearchOptions {
         subject: Some(subject(token)),
         ..Default::default()
     }

@@ -4,12 +4,12 @@
 
 use crate::grpc_web::call;
 use crate::{fixture, options, request};
-use auth::Permission;
+use dq_auth::Permission;
+use dq_fetch::observe::Observe;
 use dq_metrics::{Captured, Sink};
-use fetch::observe::Observe;
+use dq_proto::grpc::{GetLatestIndexRequest, ListCloudEventsRequest};
 use lambda_http::request::LambdaRequest;
 use prost::Message;
-use proto::grpc::{GetLatestIndexRequest, ListCloudEventsRequest};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -141,10 +141,10 @@ const DEMO_VEHICLE: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c
 
 #[test]
 fn lambda_calls_log_the_gateway_request_id_and_vehicle() {
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     let f = fixture();
     let (_, captured, observe) = observed("true");
-    let path = testkit::workspace_root()
+    let path = dq_testkit::workspace_root()
         .join("events")
         .join("fetch-list-cloud-events.json");
     let mut event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -152,9 +152,11 @@ fn lambda_calls_log_the_gateway_request_id_and_vehicle() {
     // test's own picks its access line out of the shared log capture.
     event["requestContext"]["requestId"] = json!("observe-sample-1");
     let request: LambdaRequest = serde_json::from_value(event).unwrap();
-    let router = fetch::server::router(f.api(false).with_observe(observe));
+    let router = dq_fetch::server::router(f.api(false).with_observe(observe));
     f.rt.block_on(async {
-        let response = fetch::lambda::handle(router, request.into()).await.unwrap();
+        let response = dq_fetch::lambda::handle(router, request.into())
+            .await
+            .unwrap();
         // lambda_http turns the body into the Lambda answer; the line follows its drop.
         let response = lambda_http::IntoResponse::into_response(response).await;
         assert_eq!(response.status(), 200);
@@ -164,7 +166,7 @@ fn lambda_calls_log_the_gateway_request_id_and_vehicle() {
         method_code(&line(&captured, 1)),
         ("ListCloudEvents", "NOT_FOUND")
     );
-    let access = testkit::logs::lines()
+    let access = dq_testkit::logs::lines()
         .into_iter()
         .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
         .find(|l| {

@@ -3,7 +3,7 @@
 //! served over gRPC; nesting deeper is INVALID_ARGUMENT, never INTERNAL.
 
 use crate::{fixture, ids, request, subject};
-use proto::grpc::{
+use dq_proto::grpc::{
     AdvancedSearchOptions, ArrayFilterOption, ListCloudEventsRequest, ListIndexesRequest,
     StringFilterOption,
 };

@@ -4,18 +4,19 @@
 //! an access S3 refuses (an archived object, 403 `InvalidObjectState`).
 
 use crate::{at, event, fixture, request, runtime};
-use blob::{BlobConfig, BlobStore};
-use fetch::{Db, FetchApi, Payloads};
-use lake::testing::{Backend, TestLake};
-use proto::grpc::{GetLatestCloudEventRequest, ListIndexesRequest, SearchOptions};
+use dq_blob::{BlobConfig, BlobStore};
+use dq_fetch::FetchApi;
+use dq_lake::testing::Backend;
+use dq_proto::grpc::{GetLatestCloudEventRequest, ListIndexesRequest, SearchOptions};
+use dq_rawquery::{Db, Payloads};
 use std::sync::Arc;
 use tonic::Code;
 
 fn s3_store(bucket: &str) -> Arc<BlobStore> {
-    let moto = testkit::shared_moto();
+    let moto = dq_testkit::shared_moto();
     let cfg = BlobConfig {
         bucket: bucket.into(),
-        prefix: blob::DEFAULT_PREFIX.into(),
+        prefix: dq_blob::DEFAULT_PREFIX.into(),
         region: Some(moto.region().into()),
         access_key_id: Some(moto.access_key().into()),
         secret_access_key: Some(moto.secret_key().into()),
@@ -26,16 +27,16 @@ fn s3_store(bucket: &str) -> Arc<BlobStore> {
 }
 
 fn bucket() -> String {
-    let name = testkit::unique_name("s3logs")
+    let name = dq_testkit::unique_name("s3logs")
         .to_lowercase()
         .replace('_', "-");
-    testkit::shared_moto().create_bucket(&name).unwrap();
+    dq_testkit::shared_moto().create_bucket(&name).unwrap();
     name
 }
 
 /// The warning and error lines logged so far that name `key`.
 fn lines_naming(key: &str) -> Vec<String> {
-    testkit::logs::lines()
+    dq_testkit::logs::lines()
         .into_iter()
         .filter(|l| l.contains(key))
         .filter(|l| l.contains(r#""level":"WARN""#) || l.contains(r#""level":"ERROR""#))
@@ -59,17 +60,15 @@ fn assert_one_line(key: &str, code: &str, status: &str) {
 
 #[test]
 fn s3_failures_are_logged_on_one_line() {
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     let f = fixture();
-    let t = TestLake::new(Backend::File);
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
+    let (_t, lake) = dq_dinsim::testing::din_lake(Backend::File);
     let written = bucket();
     let store = s3_store(&written);
     let payload = format!(r#"{{"image":"{}"}}"#, "q".repeat(300));
     runtime()
         .block_on(
-            sim::Writer::new(&lake, Some(&store))
+            dq_dinsim::Writer::new(&lake, Some(&store))
                 .with_threshold(64)
                 .write_bundle(&[
                     event(1, "miss", "dimo.status", at(1), &payload),
@@ -82,7 +81,7 @@ fn s3_failures_are_logged_on_one_line() {
         let api = FetchApi::new(
             Arc::clone(&db),
             Payloads::new(Some(store)),
-            auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
+            dq_auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
         );
         f.client(f.serve(api))
     };
@@ -120,7 +119,7 @@ fn s3_failures_are_logged_on_one_line() {
 
     // A missing object: the event is served without its payload, and one warning says why.
     let miss = key_of("miss");
-    assert!(miss.starts_with(blob::DEFAULT_PREFIX), "{miss}");
+    assert!(miss.starts_with(dq_blob::DEFAULT_PREFIX), "{miss}");
     let got = latest(s3_store(&bucket()), "miss").unwrap().into_inner();
     assert!(got.cloud_event.unwrap().data.is_empty());
     assert_one_line(&miss, "NoSuchKey", "HTTP 404");
@@ -128,7 +127,7 @@ fn s3_failures_are_logged_on_one_line() {
     // S3 refuses the read (the object was archived): INTERNAL with S3's code only, and one
     // error line with the rest.
     let cold = key_of("cold");
-    let moto = testkit::shared_moto();
+    let moto = dq_testkit::shared_moto();
     let auth = moto.auth_header("s3");
     let put = moto
         .request(

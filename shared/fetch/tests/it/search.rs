@@ -1,17 +1,17 @@
-//! The read semantics (§4.4, §4.4.1, §4.4.2, §4.5) through the library API the GraphQL
-//! resolvers use, on both catalog backends.
+//! The read semantics (filters, voiding, type summaries, payloads) through the library API the
+//! GraphQL resolvers use, on both catalog backends.
 
 use crate::{
     at, big_payload, binary_payload, event, runtime, seeded, subject, t0, ATTESTER, OTHER_SOURCE,
 };
 use base64::Engine as _;
 use chrono::Duration;
-use fetch::filter::MAX_OR_DEPTH;
-use fetch::{
+use dq_lake::backend_tests;
+use dq_lake::testing::{Backend, TestLake};
+use dq_rawquery::filter::MAX_OR_DEPTH;
+use dq_rawquery::{
     Db, Event, FetchError, Filter, Index, Order, Payloads, StringFilter, TagFilter, Voiding,
 };
-use lake::backend_tests;
-use lake::testing::{Backend, TestLake};
 use std::sync::Arc;
 
 backend_tests!(
@@ -177,9 +177,7 @@ fn search_semantics(backend: Backend) {
     );
     assert_eq!(
         unscoped(Filter {
-            producer: StringFilter::eq(
-                "did:erc721:137:0x9c94C395cBcBDe662235E0A9d3bB87Ad708561BA:2"
-            ),
+            producer: StringFilter::eq(dq_dinsim::testing::producer(2)),
             ..Filter::default()
         }),
         ["b1/status"]
@@ -292,7 +290,7 @@ fn search_semantics(backend: Backend) {
     voided.header.id = "v1".into();
     assert!(matches!(
         rt.block_on(payloads.resolve(&s.db, &[pick("a1", "dimo.status"), voided])),
-        Err(FetchError::NotFound)
+        Err(FetchError::MissingRow)
     ));
     // The per-call budget.
     assert!(matches!(
@@ -325,8 +323,8 @@ fn search_semantics(backend: Backend) {
 /// dq may start before din on a fresh catalog: no `raw_events` yet reads as no events.
 #[test]
 fn missing_table_reads_as_empty() {
-    let t = lake::testing::TestLake::new(Backend::File);
-    let db = std::sync::Arc::new(fetch::Db::new(t.open().unwrap()));
+    let t = dq_lake::testing::TestLake::new(Backend::File);
+    let db = std::sync::Arc::new(dq_rawquery::Db::new(t.open().unwrap()));
     let rt = runtime();
     assert!(rt
         .block_on(db.read(|r| r.search(&Filter::default(), 10)))
@@ -345,11 +343,9 @@ fn missing_table_reads_as_empty() {
 /// A fresh lake on `backend` holding only `events` (one bundle, no blob store), and its
 /// scratch directory (dropped with it).
 fn lake_with(backend: Backend, events: &[dq_cloudevent::event::RawEvent]) -> (TestLake, Arc<Db>) {
-    let t = TestLake::new(backend);
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
+    let (t, lake) = dq_dinsim::testing::din_lake(backend);
     runtime()
-        .block_on(sim::Writer::new(&lake, None).write_bundle(events))
+        .block_on(dq_dinsim::Writer::new(&lake, None).write_bundle(events))
         .unwrap();
     (t, Arc::new(Db::new(lake)))
 }
@@ -360,7 +356,7 @@ fn attestation(id: &str, secs: i64) -> dq_cloudevent::event::RawEvent {
     e
 }
 
-/// The three policies over one subject (dialects.md §3.4, dq-query.md §4.4.1): `att-a` voided
+/// The three policies over one subject: `att-a` voided
 /// by its own attester, `att-b` "voided" by another source, `tomb-x` naming an id that does
 /// not exist, an unrelated status row, and on vehicle 2 a tombstone by the attester naming
 /// `att-b` (another subject: voids nothing of vehicle 1).
@@ -374,11 +370,11 @@ fn voiding_policies(backend: Backend) {
     let events = [
         event(1, "s1", "dimo.status", at(0), r#"{"n":1}"#),
         att_a.clone(),
-        sim::tombstone(&att_a, ATTESTER, "tomb-a", at(20), "same source"),
+        dq_dinsim::tombstone(&att_a, ATTESTER, "tomb-a", at(20), "same source"),
         att_b.clone(),
-        sim::tombstone(&att_b, OTHER_SOURCE, "tomb-b", at(40), "other source"),
-        sim::tombstone(&ghost, ATTESTER, "tomb-x", at(50), "no such id"),
-        sim::tombstone(&elsewhere, ATTESTER, "tomb-v2", at(45), "other subject"),
+        dq_dinsim::tombstone(&att_b, OTHER_SOURCE, "tomb-b", at(40), "other source"),
+        dq_dinsim::tombstone(&ghost, ATTESTER, "tomb-x", at(50), "no such id"),
+        dq_dinsim::tombstone(&elsewhere, ATTESTER, "tomb-v2", at(45), "other subject"),
     ];
     let (_t, db) = lake_with(backend, &events);
     let rt = runtime();
@@ -534,11 +530,11 @@ fn voiding_policies(backend: Backend) {
     );
     assert!(matches!(
         resolve(vec![pick("att-a")], Voiding::SourceMatched),
-        Err(FetchError::NotFound)
+        Err(FetchError::MissingRow)
     ));
     assert!(matches!(
         rt.block_on(payloads.resolve(&db, &[pick("att-a")])),
-        Err(FetchError::NotFound)
+        Err(FetchError::MissingRow)
     ));
     let visible = resolve(vec![pick("att-b"), pick("tomb-a")], Voiding::SourceMatched).unwrap();
     assert_eq!(visible[0].data, br#"{"vin":"V"}"#);
@@ -547,11 +543,11 @@ fn voiding_policies(backend: Backend) {
     // dq's default form still hides tombstones and other-source targets.
     assert!(matches!(
         rt.block_on(payloads.resolve(&db, &[pick("att-b")])),
-        Err(FetchError::NotFound)
+        Err(FetchError::MissingRow)
     ));
 }
 
-/// Tags `or` (dialects.md §2.5): per level `(p1 AND p2 …) OR or₁ OR …`, an empty alternative
+/// Tags `or`: per level `(p1 AND p2 …) OR or₁ OR …`, an empty alternative
 /// is true, levels below [`MAX_OR_DEPTH`] are dropped.
 fn tag_alternatives(backend: Backend) {
     let tagged = |id: &str, secs: i64, tags: &[&str]| {
@@ -698,7 +694,7 @@ fn latest_looks_back_first(backend: Backend) {
         status(2, "ten", newest - Duration::days(10)),
         status(2, "fifty", newest - Duration::days(50)),
         status(3, "fifty", newest - Duration::days(50)),
-        sim::tombstone(
+        dq_dinsim::tombstone(
             &voided,
             ATTESTER,
             "tomb",

@@ -4,19 +4,20 @@
 
 use crate::grpc_web::{decode, frame, Reply};
 use crate::{fixture, ids, options, request};
-use auth::config::{
+use bytes::Bytes;
+use dq_auth::config::{
     AWS_LAMBDA_FUNCTION_NAME, FETCH_GRPC_REQUIRE_JWT, FETCH_GRPC_TRUSTED_CIDRS,
     TOKEN_EXCHANGE_ISSUER_URL,
 };
-use auth::{AuthSettings, GrpcAuthenticator};
-use bytes::Bytes;
-use fetch::{FetchApi, Payloads};
+use dq_auth::{AuthSettings, GrpcAuthenticator};
+use dq_fetch::FetchApi;
+use dq_proto::grpc::fetch_service_client::FetchServiceClient;
+use dq_proto::grpc::{ListCloudEventsRequest, ListCloudEventsResponse};
+use dq_rawquery::Payloads;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use prost::Message;
-use proto::grpc::fetch_service_client::FetchServiceClient;
-use proto::grpc::{ListCloudEventsRequest, ListCloudEventsResponse};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -45,8 +46,8 @@ fn serve_with(bind: &str, settings: &[(&str, &str)]) -> SocketAddr {
     f.rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(fetch::server::serve(
-            fetch::server::router(api),
+        tokio::spawn(dq_fetch::server::serve(
+            dq_fetch::server::router(api),
             listener,
             std::future::pending(),
         ));
@@ -256,7 +257,7 @@ fn lambda_child() {
         return;
     }
     let rt = crate::runtime();
-    match rt.block_on(fetch::server::api_from_env(None)) {
+    match rt.block_on(dq_fetch::server::api_from_env(None)) {
         Ok(_) => panic!("the service started inside Lambda with trusted networks"),
         Err(e) => println!("START ERROR: {e}"),
     }

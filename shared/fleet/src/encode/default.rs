@@ -1,11 +1,11 @@
-//! Default-module oracle payloads (decoding.md §7.1): `{"signals":[{name,timestamp,value}],
+//! Default-module oracle payloads: `{"signals":[{name,timestamp,value}],
 //! "events":[...], "vin": ...}` with RFC 3339 timestamps. Its ingest module emits
 //! `dimo.fingerprint` when `vin` is present, `dimo.status` for signals and `dimo.events` for
-//! events, all copies of one header with one id (decoding.md §6).
+//! events, all copies of one header with one id.
 
 use super::{fan_out, Emitter};
 use crate::jsonw::{self, round};
-use crate::sim::{DtcReport, Sample, SampleKind};
+use crate::life::{DtcReport, Sample, SampleKind};
 use dq_cloudevent::types::{EVENTS, FINGERPRINT, STATUS};
 use dq_cloudevent::RawEvent;
 

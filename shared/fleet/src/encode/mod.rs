@@ -1,6 +1,6 @@
 //! Turns [`Sample`]s into the CloudEvents din would store for each vendor: the payload shape the
-//! vendor's decoder module expects (decoding.md §7) and the header fan-out its ingest module
-//! produces (decoding.md §6, din-raw.md §4.6).
+//! vendor's decoder module expects and the header fan-out its ingest module
+//! produces.
 
 mod default;
 mod ruptela;
@@ -8,8 +8,8 @@ mod tesla;
 mod v2;
 
 use crate::ids;
+use crate::life::{Sample, SampleSink};
 use crate::rng::{self, Purpose};
-use crate::sim::{Sample, SampleSink};
 use crate::vehicle::{Traits, VehicleInfo};
 use crate::vendor::{Vendor, JSON_CONTENT_TYPE};
 use chrono::DateTime;

@@ -1,11 +1,11 @@
-//! Ruptela / Kaufmann device messages (decoding.md §6, §7.3): hex-string OID status records
+//! Ruptela / Kaufmann device messages: hex-string OID status records
 //! (`r/v0/s`), GPS fix batches (`r/v0/loc`), trouble codes (`r/v0/dtc`) and remote commands
 //! (`r/v0/cmd`). Status and fingerprint headers share one KSUID; the events header gets its own.
 
 use super::{fan_out, Emitter};
 use crate::jsonw;
+use crate::life::{DtcReport, Sample, SampleKind};
 use crate::plan::VehicleEventKind;
-use crate::sim::{DtcReport, Sample, SampleKind};
 use crate::vehicle::{Fuel, Powertrain};
 use crate::vendor::{RUPTELA_CMD_DS, RUPTELA_DTC_DS, RUPTELA_LOCATION_DS, RUPTELA_STATUS_DS};
 use dq_cloudevent::types::{EVENTS, FINGERPRINT, STATUS};
@@ -35,20 +35,21 @@ pub(super) struct Fix {
 
 impl Fix {
     fn write(&self, out: &mut String) {
-        out.push_str("{\"alt\":");
-        jsonw::int(out, self.alt);
-        out.push_str(",\"dir\":");
-        jsonw::int(out, self.dir);
-        out.push_str(",\"hdop\":");
-        jsonw::int(out, self.hdop);
-        out.push_str(",\"lat\":");
-        jsonw::int(out, self.lat);
-        out.push_str(",\"lon\":");
-        jsonw::int(out, self.lon);
-        out.push_str(",\"sat\":");
-        jsonw::int(out, self.sat);
-        out.push_str(",\"spd\":");
-        jsonw::int(out, self.spd);
+        let fields = [
+            ("alt", self.alt),
+            ("dir", self.dir),
+            ("hdop", self.hdop),
+            ("lat", self.lat),
+            ("lon", self.lon),
+            ("sat", self.sat),
+            ("spd", self.spd),
+        ];
+        for (i, (key, value)) in fields.into_iter().enumerate() {
+            out.push_str(if i == 0 { "{\"" } else { ",\"" });
+            out.push_str(key);
+            out.push_str("\":");
+            jsonw::int(out, value);
+        }
     }
 }
 

@@ -1,11 +1,11 @@
-//! Tesla payloads (decoding.md §7.4): Fleet API `vehicle_data` JSON (miles, mph, bar) and Fleet
+//! Tesla payloads: Fleet API `vehicle_data` JSON (miles, mph, bar) and Fleet
 //! Telemetry protobuf `Payload`s (`ft:protos/vehicle_data.proto`) wrapped as
 //! `{"payloads":["<base64>"]}`. The ingest module keeps the header as sent and adds a
-//! `dimo.fingerprint` copy with the same id when a VIN is present (decoding.md §6).
+//! `dimo.fingerprint` copy with the same id when a VIN is present.
 
 use super::{fan_out, Emitter};
 use crate::jsonw::{self, round};
-use crate::sim::{Sample, SampleKind};
+use crate::life::{Sample, SampleKind};
 use crate::vendor::{TESLA_API_DATA_VERSION, TESLA_TELEMETRY_DATA_VERSION};
 use base64::Engine as _;
 use dq_cloudevent::types::{FINGERPRINT, STATUS};

@@ -1,12 +1,13 @@
-//! AutoPi and HashDog (Macaron) V2 payloads (decoding.md §7.2): `{"device":{..},"timestamp":ms,
+//! AutoPi and HashDog (Macaron) V2 payloads: `{"device":{..},"timestamp":ms,
 //! "vehicle":{"signals":[{name,timestamp(ms),value}]}}`. Their ingest modules add a device-level
-//! `dimo.status` copy (subject = producer) and give every header its own KSUID (decoding.md §6).
+//! `dimo.status` copy (subject = producer) and give every header its own KSUID.
 
 use super::{fan_out, Emitter};
 use crate::jsonw::{self, round};
-use crate::sim::{DtcReport, Sample, SampleKind};
+use crate::life::{DtcReport, Sample, SampleKind};
 use crate::vehicle::{Fuel, Powertrain};
 use crate::vendor::V2_DATA_VERSION;
+use dq_cloudevent::event::CloudEventHeader;
 use dq_cloudevent::types::{FINGERPRINT, STATUS};
 use dq_cloudevent::RawEvent;
 use rand::Rng;
@@ -50,7 +51,7 @@ impl Signals<'_> {
 
 /// The OBD and GPS readings both V2 devices send. Each reading gets its own timestamp a little
 /// before the send time, as a polling device would; latitude, longitude and hdop share one
-/// timestamp so dq's coordinate merge pairs them (decoding.md §9.4).
+/// timestamp so dq's coordinate merge pairs them.
 fn write_signals(e: &mut Emitter<'_>, s: &Sample<'_>, sig: &mut Signals<'_>, hashdog: bool) {
     let t = s.time_ms;
     let (dn, de) = e.gps_noise(s.lat);
@@ -168,27 +169,38 @@ pub(super) fn encode_autopi(e: &mut Emitter<'_>, s: &Sample<'_>, out: &mut Vec<R
     }
     data.push_str("]}}");
     let sig = e.signature();
+    let mut headers = Vec::with_capacity(2);
+    push_vehicle_and_device(e, s, STATUS, &sig, &mut headers);
+    fan_out(out, headers, data);
+}
+
+/// The two messages an aftermarket device sends for one reading: `event_type` about the vehicle
+/// and a status copy about the device itself, ids drawn in that order.
+fn push_vehicle_and_device(
+    e: &mut Emitter<'_>,
+    s: &Sample<'_>,
+    event_type: &str,
+    sig: &str,
+    headers: &mut Vec<CloudEventHeader>,
+) {
     let vehicle_id = e.ksuid(s.time_ms);
     let device_id = e.ksuid(s.time_ms);
-    let headers = vec![
-        e.header(
-            STATUS,
-            vehicle_id,
-            s.time_ms,
-            V2_DATA_VERSION,
-            &e.info.subject,
-            &sig,
-        ),
-        e.header(
-            STATUS,
-            device_id,
-            s.time_ms,
-            V2_DATA_VERSION,
-            &e.info.producer,
-            &sig,
-        ),
-    ];
-    fan_out(out, headers, data);
+    headers.push(e.header(
+        event_type,
+        vehicle_id,
+        s.time_ms,
+        V2_DATA_VERSION,
+        &e.info.subject,
+        sig,
+    ));
+    headers.push(e.header(
+        STATUS,
+        device_id,
+        s.time_ms,
+        V2_DATA_VERSION,
+        &e.info.producer,
+        sig,
+    ));
 }
 
 /// AutoPi sends the VIN as its own `zone.dimo.aftermarket.device.fingerprint` message when the
@@ -201,26 +213,8 @@ fn fingerprint_autopi(e: &mut Emitter<'_>, s: &Sample<'_>, out: &mut Vec<RawEven
     jsonw::string(&mut data, &e.info.vin);
     data.push_str(",\"protocol\":\"6\"}");
     let sig = e.signature();
-    let fp_id = e.ksuid(s.time_ms);
-    let device_id = e.ksuid(s.time_ms);
-    let headers = vec![
-        e.header(
-            FINGERPRINT,
-            fp_id,
-            s.time_ms,
-            V2_DATA_VERSION,
-            &e.info.subject,
-            &sig,
-        ),
-        e.header(
-            STATUS,
-            device_id,
-            s.time_ms,
-            V2_DATA_VERSION,
-            &e.info.producer,
-            &sig,
-        ),
-    ];
+    let mut headers = Vec::with_capacity(2);
+    push_vehicle_and_device(e, s, FINGERPRINT, &sig, &mut headers);
     fan_out(out, headers, data);
 }
 
@@ -271,23 +265,6 @@ pub(super) fn encode_hashdog(e: &mut Emitter<'_>, s: &Sample<'_>, out: &mut Vec<
             &sig,
         ));
     }
-    let vehicle_id = e.ksuid(s.time_ms);
-    let device_id = e.ksuid(s.time_ms);
-    headers.push(e.header(
-        STATUS,
-        vehicle_id,
-        s.time_ms,
-        V2_DATA_VERSION,
-        &e.info.subject,
-        &sig,
-    ));
-    headers.push(e.header(
-        STATUS,
-        device_id,
-        s.time_ms,
-        V2_DATA_VERSION,
-        &e.info.producer,
-        &sig,
-    ));
+    push_vehicle_and_device(e, s, STATUS, &sig, &mut headers);
     fan_out(out, headers, data);
 }

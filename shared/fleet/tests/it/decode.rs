@@ -3,7 +3,7 @@
 use crate::small_config;
 use dq_cloudevent::did::parse_address;
 use dq_decode::{decode_event, EventModule, Route, SignalModule, VehicleGate};
-use fleet::{Fleet, Vendor};
+use dq_fleet::{Fleet, Vendor};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -110,8 +110,8 @@ fn every_vendor_decodes_without_errors() {
 /// exactly what the plan says happened.
 #[test]
 fn kaufmann_events_decode_to_the_plan() {
-    let cfg = fleet::FleetConfig {
-        vendor_mix: fleet::VendorMix::only(Vendor::Kaufmann),
+    let cfg = dq_fleet::FleetConfig {
+        vendor_mix: dq_fleet::VendorMix::only(Vendor::Kaufmann),
         ..small_config(8, 21)
     };
     let fleet = Fleet::new(cfg).unwrap();

@@ -1,5 +1,5 @@
 use crate::{all_events, small_config};
-use fleet::{Fleet, FleetConfig};
+use dq_fleet::{Fleet, FleetConfig};
 use std::time::Duration;
 
 #[test]

@@ -2,8 +2,8 @@ use crate::{all_events, small_config};
 use dq_cloudevent::did::{eip55, parse_address};
 use dq_cloudevent::types::{EVENTS, FINGERPRINT, STATUS};
 use dq_cloudevent::{Erc721Did, RawEvent};
-use fleet::vendor::{self, Vendor};
-use fleet::Fleet;
+use dq_fleet::vendor::{self, Vendor};
+use dq_fleet::Fleet;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -52,12 +52,12 @@ fn headers_are_din_canonical() {
     let fleet = Fleet::new(small_config(14, 2)).unwrap();
     let cfg = fleet.config().clone();
     let events = all_events(&fleet, Duration::from_secs(6 * 3600));
-    let by_subject: BTreeMap<&str, &fleet::VehicleInfo> = fleet
+    let by_subject: BTreeMap<&str, &dq_fleet::VehicleInfo> = fleet
         .vehicles()
         .iter()
         .map(|v| (v.subject.as_str(), v))
         .collect();
-    let by_producer: BTreeMap<&str, &fleet::VehicleInfo> = fleet
+    let by_producer: BTreeMap<&str, &dq_fleet::VehicleInfo> = fleet
         .vehicles()
         .iter()
         .map(|v| (v.producer.as_str(), v))

@@ -14,7 +14,7 @@ mod physics;
 mod plan;
 
 use chrono::{TimeZone, Utc};
-use fleet::{Fleet, FleetConfig, VendorMix};
+use dq_fleet::{Fleet, FleetConfig, VendorMix};
 use std::time::Duration;
 
 /// A small mixed fleet over a few days (covers every vendor).

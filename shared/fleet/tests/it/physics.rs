@@ -1,6 +1,6 @@
 use crate::{all_events, small_config};
-use fleet::vendor::{self, Vendor};
-use fleet::{Fleet, FleetConfig, VendorMix};
+use dq_fleet::vendor::{self, Vendor};
+use dq_fleet::{Fleet, FleetConfig, VendorMix};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -158,11 +158,11 @@ fn energy_drains_while_driving_and_recovers_at_stops() {
             assert!(stop.end_level_pct <= 100.0 + 1e-9);
             assert!(stop.end > stop.start);
             match stop.kind {
-                fleet::EnergyStopKind::Refuel => refuels += 1,
+                dq_fleet::EnergyStopKind::Refuel => refuels += 1,
                 _ => charges += 1,
             }
             assert_eq!(
-                stop.kind == fleet::EnergyStopKind::Refuel,
+                stop.kind == dq_fleet::EnergyStopKind::Refuel,
                 !info.powertrain.is_electric()
             );
         }

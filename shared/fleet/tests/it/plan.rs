@@ -1,6 +1,6 @@
 use crate::{all_events, small_config};
 use chrono::TimeDelta;
-use fleet::{Fleet, VehicleEventKind};
+use dq_fleet::{Fleet, VehicleEventKind};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -45,8 +45,8 @@ fn trips_are_ordered_and_continuous() {
 
 #[test]
 fn default_events_match_the_plan() {
-    let cfg = fleet::FleetConfig {
-        vendor_mix: fleet::VendorMix::only(fleet::Vendor::Default),
+    let cfg = dq_fleet::FleetConfig {
+        vendor_mix: dq_fleet::VendorMix::only(dq_fleet::Vendor::Default),
         ..small_config(12, 7)
     };
     let fleet = Fleet::new(cfg).unwrap();

@@ -4,12 +4,13 @@
 //! types with a multi-line description), collapse into one table of name, type, unit,
 //! privileges and VSS path, plus the calling convention of each signal type.
 
-use super::tools::Types;
+use super::names::{server_name, vehicle_argument};
 use crate::dialect::Dialect;
 use async_graphql::parser::types::{
     ConstDirective, FieldDefinition, InputValueDefinition, TypeDefinition, TypeKind,
 };
 use async_graphql::Positioned;
+use std::collections::HashMap;
 
 /// The heading of the signal table.
 pub(super) const SIGNAL_TABLE: &str = "=== SIGNAL FIELDS";
@@ -17,17 +18,20 @@ pub(super) const SIGNAL_TABLE: &str = "=== SIGNAL FIELDS";
 /// Directives that only mark signal fields (already said by the table).
 const MARKERS: [&str; 2] = ["isSignal", "hasAggregation"];
 
+/// Types of a parsed SDL by name.
+pub(super) type Types<'a> = HashMap<&'a str, &'a TypeDefinition>;
+
 /// The condensed schema of `dialect` from its parsed SDL `types`.
 pub(super) fn condensed(dialect: Dialect, types: &Types) -> String {
     let mut names: Vec<&str> = types.keys().copied().collect();
     names.sort_unstable();
-    let (vehicle, holds) = super::vehicle_argument(dialect);
+    let (vehicle, holds) = vehicle_argument(dialect);
     let mut out = format!(
         "# {} GraphQL schema ({} dialect), condensed.\n\
          # Per-vehicle root fields take the vehicle as `{vehicle}` ({holds}).\n\
          # Time values are RFC 3339 strings (UTC). Data needs a bearer token for the vehicle\n\
          # whose privileges cover the fields read (directives below and the signal table).\n",
-        super::server_name(dialect),
+        server_name(dialect),
         dialect.name()
     );
     for name in &names {

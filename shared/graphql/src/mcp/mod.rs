@@ -1,11 +1,11 @@
-//! `/mcp`: the Model Context Protocol beside `/query` (dq-query.md §1.8, dialects.md §1), MCP
-//! Streamable HTTP on the official Rust SDK (`rmcp`), one server per dialect ("DIMO Query" /
+//! `/mcp`: the Model Context Protocol beside `/query`, MCP Streamable HTTP on the official Rust SDK (`rmcp`), one server per dialect ("DIMO Query" /
 //! "DIMO Telemetry" / "DIMO Fetch", tool prefix `dq_` / `telemetry_` / `fetch_`).
 //!
 //! This module owns the MCP surface: the tools of a dialect ([`tools`], one declaration table
 //! for the shortcuts, input schemas derived from the served schema), the condensed schema the
-//! `<prefix>_get_schema` tool returns ([`condensed`]) and the handler that answers
-//! `initialize`, `tools/list` and `tools/call`.
+//! `<prefix>_get_schema` tool returns ([`condensed`]), the dialect's names (module `names`) and
+//! the handler that answers `initialize`, `tools/list` and `tools/call`. Submodules import
+//! downward only: `names` ← `condensed` ← `tools` ← this handler.
 //!
 //! Stateless: every POST is answered on its own (no `Mcp-Session-Id`, nothing held between
 //! requests), with a plain JSON body, because Lambda has no sticky instances and buffers
@@ -16,8 +16,10 @@
 //! the lake and need no token.
 
 pub mod condensed;
+mod names;
 pub mod tools;
 
+pub use names::{server_name, tool_prefix};
 pub use tools::{Catalog, Shortcut, SHORTCUTS};
 
 use crate::dialect::Dialect;
@@ -40,37 +42,6 @@ use tools::Call;
 
 /// The server version every dialect reports (Go's mcpserver).
 pub const VERSION: &str = "0.1.0";
-
-/// The MCP server name of `dialect`.
-pub fn server_name(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Dq => "DIMO Query",
-        Dialect::Telemetry => "DIMO Telemetry",
-        Dialect::Fetch => "DIMO Fetch",
-    }
-}
-
-/// The tool-name prefix of `dialect` (without the `_`).
-pub fn tool_prefix(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Dq => "dq",
-        Dialect::Telemetry => "telemetry",
-        Dialect::Fetch => "fetch",
-    }
-}
-
-/// The argument that names the vehicle in `dialect`'s per-vehicle root fields, and what it
-/// holds (the SDL has no argument descriptions; a model needs this one).
-pub fn vehicle_argument(dialect: Dialect) -> (&'static str, &'static str) {
-    match dialect {
-        Dialect::Dq => (
-            "subject",
-            "the vehicle's DID, did:erc721:<chain id>:<vehicle contract>:<token id>",
-        ),
-        Dialect::Telemetry => ("tokenId", "the vehicle's NFT token id"),
-        Dialect::Fetch => ("did", "the DID of the vehicle, or of a device linked to it"),
-    }
-}
 
 /// The request headers a tool call passes on to `/query`: the token, and the client address
 /// for the request log.

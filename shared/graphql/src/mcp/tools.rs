@@ -3,10 +3,11 @@
 //! dialect's `Query` has its root field; its input schema is derived from that field's
 //! arguments in the served schema's own SDL, so it cannot drift from what `/query` accepts.
 
-use super::condensed;
-use crate::dialect::{spell_mechanisms, Dialect};
+use super::condensed::{self, Types};
+use super::names::{tool_prefix, vehicle_argument};
+use crate::dialect::Dialect;
 use async_graphql::parser::types::{
-    BaseType, InputValueDefinition, Type, TypeDefinition, TypeKind, TypeSystemDefinition,
+    BaseType, InputValueDefinition, Type, TypeKind, TypeSystemDefinition,
 };
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
@@ -45,7 +46,7 @@ const LATEST_SELECTION: &str = "lastSeen speed { timestamp value } \
 const HEADER_SELECTION: &str = "header { specversion type source subject id time \
     datacontenttype dataversion producer tags }";
 
-/// Every shortcut tool, in `tools/list` order: dq's eleven (dq-query.md §1.8) and fetch-api's
+/// Every shortcut tool, in `tools/list` order: dq's eleven and fetch-api's
 /// two index tools. Each dialect serves those whose root field it has.
 pub static SHORTCUTS: [Shortcut; 13] = [
     Shortcut {
@@ -240,9 +241,6 @@ pub struct Catalog {
     condensed: String,
 }
 
-/// Types of a parsed SDL by name.
-pub(super) type Types<'a> = HashMap<&'a str, &'a TypeDefinition>;
-
 impl Catalog {
     /// The catalog of `dialect` from its served SDL.
     ///
@@ -263,7 +261,7 @@ impl Catalog {
             Some(TypeKind::Object(o)) => &o.fields,
             _ => return Err(format!("the {} SDL has no Query object", dialect.name())),
         };
-        let prefix = super::tool_prefix(dialect);
+        let prefix = tool_prefix(dialect);
         let read_only = ToolAnnotations::new()
             .read_only(true)
             .destructive(false)
@@ -328,7 +326,7 @@ impl Catalog {
             let mut properties = Map::new();
             let mut required = Vec::new();
             let mut args = Vec::new();
-            let (vehicle, holds) = super::vehicle_argument(dialect);
+            let (vehicle, holds) = vehicle_argument(dialect);
             for arg in &field.node.arguments {
                 let arg = &arg.node;
                 let arg_name = arg.name.node.to_string();
@@ -342,7 +340,7 @@ impl Catalog {
             tools.push(
                 Tool::new(
                     name.clone(),
-                    spell_mechanisms(dialect, shortcut.description),
+                    dialect.spell_mechanisms(shortcut.description),
                     object_schema(properties, required),
                 )
                 .annotate(read_only.clone()),
@@ -493,7 +491,7 @@ fn type_schema(ty: &Type, types: &Types, path: &mut Vec<String>) -> Map<String, 
     schema
 }
 
-/// The JSON form of the custom scalars (`scalars.rs`, dq-query.md §1.1, dialects.md §2.2).
+/// The JSON form of the custom scalars (`scalars.rs`).
 fn scalar_schema(name: &str) -> Map<String, Value> {
     let schema = match name {
         "Time" => json!({"type": "string", "format": "date-time"}),

@@ -43,7 +43,7 @@ async fn rejected_tokens() {
     let invalid = json!({"message": "JWT is invalid."});
 
     let mut expired = DevClaims::vehicle(&subject, &ALL);
-    expired.expires_at = auth::dev::now_secs() - 60;
+    expired.expires_at = dq_auth::dev::now_secs() - 60;
     let mut wrong_aud = DevClaims::vehicle(&subject, &ALL);
     wrong_aud.audience = vec!["other.zone".into()];
     let mut wrong_iss = DevClaims::vehicle(&subject, &ALL);

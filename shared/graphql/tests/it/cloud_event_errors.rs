@@ -5,7 +5,7 @@
 //! port, database and user. The detail goes to the log, without the password.
 
 use crate::*;
-use auth::Permission;
+use dq_auth::Permission;
 use serde_json::json;
 
 fn attestation(subject: &str, id: &str, time: DateTime<Utc>) -> RawEvent {
@@ -27,15 +27,11 @@ fn attestation(subject: &str, id: &str, time: DateTime<Utc>) -> RawEvent {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catalog_down_answers_generic_texts() {
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     // A server of its own: stopping the shared one would fail every other test.
-    let pg = testkit::Postgres::start().unwrap();
+    let pg = dq_testkit::Postgres::start().unwrap();
     let dsn = pg.create_database("lake").unwrap();
-    let mut t = TestLake::new(Backend::File);
-    t.backend = Backend::Postgres;
-    t.config = lake::LakeConfig::new(&dsn, Some(&t.path("data").display().to_string()));
-    t.config.extension_dir = lake::testing::extension_dir();
-    t.config.threads = Some(2);
+    let t = dq_dinsim::testing::lake_on_postgres(&dsn);
     let token_id = 7;
     let subject = vehicle(token_id);
     let events = vec![
@@ -50,7 +46,7 @@ async fn catalog_down_answers_generic_texts() {
     ];
     let f = fixture_in(t, &events, Limits::default(), None).await;
     let raw = f.token(&subject, &[Permission::GetRawData]);
-    let mut claims = auth::dev::DevClaims::vehicle(&subject, &[]);
+    let mut claims = dq_auth::dev::DevClaims::vehicle(&subject, &[]);
     claims.cloud_events = Some(json!({"events": [
         {"event_type": "dimo.attestation", "source": "*", "ids": ["*"], "tags": []}
     ]}));
@@ -110,5 +106,5 @@ async fn catalog_down_answers_generic_texts() {
         assert!(!body.to_string().contains(&port), "{body}");
         texts.push(body.to_string());
     }
-    testkit::logs::assert_no_secrets(&[pg.password()], &texts);
+    dq_testkit::logs::assert_no_secrets(&[pg.password()], &texts);
 }

@@ -1,4 +1,4 @@
-//! The cloud-event queries over raw_events: authorization (§5.3), filters, limit, laziness,
+//! The cloud-event queries over raw_events: authorization, filters, limit, laziness,
 //! the non-null `latestCloudEvent` error, type summaries.
 
 use crate::*;
@@ -85,7 +85,7 @@ async fn cloud_event_queries() {
         "cloud event not found: sql: no rows in result set"
     );
 
-    // Authorization (§5.3).
+    // Authorization: raw-data permission, then own asset or paired device.
     let q = format!(r#"{{ cloudEvents(subject: "{subject}") {{ header {{ id }} }} }}"#);
     let (_, body) = f.gql(None, &q).await;
     assert_eq!(
@@ -177,14 +177,14 @@ async fn device_link_through_identity_api() {
 /// an inline one has `data` and no `dataUrl`.
 #[tokio::test]
 async fn externalized_payloads_are_presigned() {
-    let moto = testkit::shared_moto();
-    let bucket = testkit::unique_name("gqlblobs")
+    let moto = dq_testkit::shared_moto();
+    let bucket = dq_testkit::unique_name("gqlblobs")
         .to_lowercase()
         .replace('_', "-");
     moto.create_bucket(&bucket).unwrap();
-    let cfg = blob::BlobConfig {
+    let cfg = dq_blob::BlobConfig {
         bucket: bucket.clone(),
-        prefix: blob::DEFAULT_PREFIX.into(),
+        prefix: dq_blob::DEFAULT_PREFIX.into(),
         encryption_key: None,
         region: Some(moto.region().into()),
         access_key_id: Some(moto.access_key().into()),
@@ -192,7 +192,7 @@ async fn externalized_payloads_are_presigned() {
         endpoint: Some(moto.endpoint()),
         kms_key_id: None,
     };
-    let store = Arc::new(blob::BlobStore::open(&cfg).await.unwrap());
+    let store = Arc::new(dq_blob::BlobStore::open(&cfg).await.unwrap());
     let subject = vehicle(51);
     let big = status(
         &subject,
@@ -209,12 +209,9 @@ async fn externalized_payloads_are_presigned() {
         vec![item("speed", at(0), json!(1.0))],
     );
 
-    let t = TestLake::new(Backend::File);
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
-    lake::progress::ensure(&lake).unwrap();
-    materialize::schema::ensure(&lake).unwrap();
-    let report = sim::Writer::new(&lake, Some(&store))
+    let (t, lake) = dq_dinsim::testing::din_lake(Backend::File);
+    dq_tables::schema::ensure(&lake).unwrap();
+    let report = dq_dinsim::Writer::new(&lake, Some(&store))
         .with_threshold(256)
         .write_bundle(&[big, small])
         .await
@@ -237,9 +234,9 @@ async fn externalized_payloads_are_presigned() {
     assert_eq!(list[1]["header"]["id"], "small");
     assert_eq!(list[1]["data"]["signals"][0]["value"], 1.0);
     assert_eq!(list[1]["dataUrl"], Value::Null);
-    // The fetch dialect presigns the same blob (dialects.md §3.3), whatever is selected.
+    // The fetch dialect presigns the same blob, whatever is selected.
     let q = format!(r#"{{ cloudEvents(did: "{subject}") {{ header {{ id }} data dataUrl }} }}"#);
-    let (_, fetch) = f.gql_in(graphql::Dialect::Fetch, Some(&token), &q).await;
+    let (_, fetch) = f.gql_in(dq_graphql::Dialect::Fetch, Some(&token), &q).await;
     let fetched = fetch["data"]["cloudEvents"].as_array().unwrap();
     assert_eq!(fetched[0]["data"], Value::Null, "{fetch}");
     assert!(fetched[0]["dataUrl"]

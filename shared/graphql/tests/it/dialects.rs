@@ -2,14 +2,14 @@
 //! runs representative documents of its dialect (every root field, every aggregation kind,
 //! both mechanism spellings, attestations with filters, vinVCLatest, indexes/latestIndex,
 //! includeDeleted on and off) and checks answers and the dialect's exact errors; the same
-//! questions asked in two dialects must return the same data (dialects.md §6.6).
+//! questions asked in two dialects must return the same data.
 
 use crate::segments::drives;
 use crate::*;
-use auth::Permission;
+use dq_auth::Permission;
 use serde_json::json;
 
-/// telemetry's parity vehicle (dialects.md §6.6).
+/// telemetry's parity vehicle.
 const TOKEN: u32 = 39718;
 /// An attester of plain attestations.
 const ATTESTER: &str = "0x0000000000000000000000000000000000000000";
@@ -105,9 +105,9 @@ fn events(v: &str) -> (Vec<RawEvent>, [RawEvent; 2]) {
         vin_vc(v, "vin-old", at(50), "OLDVIN0000000000X"),
         vin_vc(v, "vin-new", at(300), "3eMCZ5AN5PM647548"),
         attestation(ACCOUNT, ATTESTER, "att-acct", at(150), &[], json!({"c": 3})),
-        sim::tombstone(&a, ATTESTER, "tomb-a", at(400), "wrong"),
-        sim::tombstone(&b, OTHER_ATTESTER, "tomb-b", at(410), "not mine"),
-        sim::tombstone(
+        dq_dinsim::tombstone(&a, ATTESTER, "tomb-a", at(400), "wrong"),
+        dq_dinsim::tombstone(&b, OTHER_ATTESTER, "tomb-b", at(410), "not mine"),
+        dq_dinsim::tombstone(
             &attestation(v, ATTESTER, "no-such-id", at(0), &[], json!({})),
             ATTESTER,
             "tomb-orphan",
@@ -119,7 +119,7 @@ fn events(v: &str) -> (Vec<RawEvent>, [RawEvent; 2]) {
 }
 
 fn telemetry_token(f: &Fixture, asset: &str, permissions: &[Permission]) -> String {
-    let mut claims = auth::dev::DevClaims::vehicle(asset, permissions);
+    let mut claims = dq_auth::dev::DevClaims::vehicle(asset, permissions);
     claims.cloud_events = Some(json!({"events": [
         {"event_type": "dimo.attestation", "source": "*", "ids": ["*"], "tags": []}
     ]}));

@@ -20,15 +20,11 @@ fn query(subject: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restart_mid_query() {
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     // A server of its own: restarting the shared one would fail every other test.
-    let pg = std::sync::Arc::new(testkit::Postgres::start().unwrap());
+    let pg = std::sync::Arc::new(dq_testkit::Postgres::start().unwrap());
     let dsn = pg.create_database("lake").unwrap();
-    let mut t = TestLake::new(Backend::File);
-    t.backend = Backend::Postgres;
-    t.config = lake::LakeConfig::new(&dsn, Some(&t.path("data").display().to_string()));
-    t.config.extension_dir = lake::testing::extension_dir();
-    t.config.threads = Some(2);
+    let t = dq_dinsim::testing::lake_on_postgres(&dsn);
     let subject = vehicle(5);
     let events: Vec<RawEvent> = (0..10)
         .map(|k| {
@@ -89,10 +85,10 @@ async fn postgres_restart_mid_query() {
         }
         recovery.push(json!({"requests": tries, "ms": back.elapsed().as_millis() as u64}));
     }
-    let log_lines = testkit::logs::assert_no_secrets(&[pg.password()], &failures);
+    let log_lines = dq_testkit::logs::assert_no_secrets(&[pg.password()], &failures);
     let figures = json!({
         "restarts": restarts, "requests": answers, "answered_with_errors": failures.len(),
-        "recovery": recovery, "errors": testkit::error_kinds(&failures),
+        "recovery": recovery, "errors": dq_testkit::error_kinds(&failures),
         "server_errors": 0, "log_lines_checked_for_secrets": log_lines,
     });
     report("graphql-postgres-restart", &figures);

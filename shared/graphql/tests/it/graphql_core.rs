@@ -13,7 +13,7 @@ const INTROSPECTION_QUERY: &str = include_str!("../introspection-query.graphql")
 
 /// Runs `scripts/graphql-check.py args` with `stdin`; its standard output when it succeeds.
 fn graphql_check(args: &[&str], stdin: &str) -> String {
-    let venv = testkit::venv_dir();
+    let venv = dq_testkit::venv_dir();
     let python = venv.join("bin/python");
     assert!(
         python.exists(),
@@ -21,7 +21,7 @@ fn graphql_check(args: &[&str], stdin: &str) -> String {
          (scripts/venv.sh) or point DQ_VENV at it",
         venv.display()
     );
-    let script = testkit::workspace_root().join("scripts/graphql-check.py");
+    let script = dq_testkit::workspace_root().join("scripts/graphql-check.py");
     let mut child = Command::new(&python)
         .arg(&script)
         .args(args)
@@ -65,7 +65,7 @@ fn example_documents_are_within_the_cost_bounds() {
     for doc in &docs {
         let query = doc["query"].as_str().unwrap();
         let parsed = async_graphql::parser::parse_query(query).unwrap();
-        let cost = graphql::complexity::cost(&parsed, None);
+        let cost = dq_graphql::complexity::cost(&parsed, None);
         assert!(cost.is_ok(), "{}: {cost:?}", doc["source"]);
     }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::*;
 use serde_json::json;
 
-use testkit::XorShift as Rng;
+use dq_testkit::XorShift as Rng;
 
 /// Strings that would break a query built by concatenation.
 pub const INJECTIONS: [&str; 12] = [
@@ -267,7 +267,7 @@ fn every_permission() -> Vec<Permission> {
 
 /// A token for `subject` with every permission and a wildcard attestation grant.
 fn token_for(f: &Fixture, subject: &str) -> String {
-    let mut claims = auth::dev::DevClaims::vehicle(subject, &every_permission());
+    let mut claims = dq_auth::dev::DevClaims::vehicle(subject, &every_permission());
     claims.cloud_events =
         Some(json!({"events": [{"event_type": "*", "source": "*", "ids": ["*"]}]}));
     f.signer.mint(&claims).unwrap()

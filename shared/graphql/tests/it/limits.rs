@@ -3,7 +3,7 @@
 //! `MAX_CONCURRENT_STATEMENTS_PER_REQUEST` of them at once.
 
 use crate::*;
-use graphql::complexity::{COMPLEXITY_LIMIT, SQL_FIELD_WEIGHT};
+use dq_graphql::complexity::{COMPLEXITY_LIMIT, SQL_FIELD_WEIGHT};
 use serde_json::json;
 
 fn root_fields(subject: &str, n: usize) -> String {

@@ -37,19 +37,19 @@ mod sdl;
 mod segments;
 mod shadow;
 
-use auth::dev::{DevClaims, DevSigner};
-use auth::Permission;
 use axum::body::Body;
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::Permission;
 use dq_cloudevent::event::{CloudEventHeader, RawEvent};
-use graphql::{AppState, Dialect, Limits};
+use dq_graphql::{AppState, Dialect, Limits};
+use dq_lake::testing::{Backend, TestLake};
 use http_body_util::BodyExt;
-use lake::testing::{Backend, TestLake};
 use serde_json::Value;
 use std::sync::Arc;
 use tower::ServiceExt;
 
-pub const CONTRACT: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF";
+pub use dq_dinsim::testing::VEHICLE as CONTRACT;
 pub const SOURCE: &str = "0x0Ac7C7A6d1E85f5e9B2B63C9D2E7D8f0c1b2A395";
 pub const SOURCE_DID: &str = "did:ethr:137:0x0Ac7C7A6d1E85f5e9B2B63C9D2E7D8f0c1b2A395";
 pub const OTHER_SOURCE: &str = "0x1234567890123456789012345678901234567890";
@@ -82,22 +82,9 @@ pub fn status(
     time: DateTime<Utc>,
     items: Vec<Value>,
 ) -> RawEvent {
-    RawEvent {
-        header: CloudEventHeader {
-            spec_version: "1.0".into(),
-            event_type: "dimo.status".into(),
-            source: source.into(),
-            subject: subject.into(),
-            id: id.into(),
-            time,
-            data_content_type: "application/json".into(),
-            data_version: "default/v1.0".into(),
-            producer: format!("{subject}-producer"),
-            ..Default::default()
-        },
-        data: Some(serde_json::json!({ "signals": items }).to_string()),
-        data_base64: None,
-    }
+    dq_dinsim::testing::EventBuilder::new(subject, id, "dimo.status", time)
+        .source(source)
+        .data(serde_json::json!({ "signals": items }).to_string())
 }
 
 /// A lake holding `events` after the materializer drained them, served by a router whose
@@ -139,8 +126,8 @@ pub async fn fixture_in(
 ) -> Fixture {
     seed(&t, events).await;
     let links = identity_url.map(|u| {
-        Arc::new(auth::remote::IdentityApi::new(reqwest::Client::new(), u))
-            as Arc<dyn auth::DeviceLinks>
+        Arc::new(dq_auth::remote::IdentityApi::new(reqwest::Client::new(), u))
+            as Arc<dyn dq_auth::DeviceLinks>
     });
     let lake = t.open().unwrap();
     serve(t, lake, limits, links, None)
@@ -149,15 +136,13 @@ pub async fn fixture_in(
 /// Writes `events` into the (not yet created) lake `t` and drains them through the
 /// materializer.
 pub async fn seed(t: &TestLake, events: &[RawEvent]) {
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
-    lake::progress::ensure(&lake).unwrap();
-    let m = materialize::Materializer::builder(lake)
+    let lake = dq_dinsim::testing::open_din_lake(t);
+    let m = dq_materialize::Materializer::builder(lake)
         .emf(false)
         .build()
         .unwrap();
     if !events.is_empty() {
-        sim::Writer::new(m.lake(), None)
+        dq_dinsim::Writer::new(m.lake(), None)
             .write_bundle(events)
             .await
             .unwrap();
@@ -169,24 +154,23 @@ pub async fn seed(t: &TestLake, events: &[RawEvent]) {
     }
 }
 
-/// Serves `lake` (opened from `t`) in every dialect: one engine, one state per dialect
-/// (dialects.md §6.1).
+/// Serves `lake` (opened from `t`) in every dialect: one engine, one state per dialect.
 pub fn serve(
     t: TestLake,
-    lake: lake::Lake,
+    lake: dq_lake::Lake,
     limits: Limits,
-    links: Option<Arc<dyn auth::DeviceLinks>>,
-    store: Option<Arc<blob::BlobStore>>,
+    links: Option<Arc<dyn dq_auth::DeviceLinks>>,
+    store: Option<Arc<dq_blob::BlobStore>>,
 ) -> Fixture {
-    let (engine, db) = graphql::http::share_lake(lake);
+    let (engine, db) = dq_graphql::http::share_lake(lake);
     let engine = Arc::new(engine);
     let signer = DevSigner::generate(ISSUER).unwrap();
     let state = |dialect| {
-        let settings = graphql::DialectSettings {
+        let settings = dq_graphql::DialectSettings {
             storage_node_dev_license: Some(
                 dq_cloudevent::did::parse_address(STORAGE_NODE).unwrap(),
             ),
-            ..graphql::DialectSettings::default()
+            ..dq_graphql::DialectSettings::default()
         };
         let state = AppState::new(
             dialect,
@@ -196,9 +180,9 @@ pub fn serve(
             limits,
         )
         .unwrap()
-        .with_cloud_events(graphql::cloud_events::CloudEvents {
+        .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
             db: Arc::clone(&db),
-            payloads: fetch::Payloads::new(store.clone()),
+            payloads: dq_rawquery::Payloads::new(store.clone()),
             store: store.clone(),
             links: links.clone(),
         });
@@ -243,7 +227,7 @@ impl Fixture {
             Dialect::Telemetry => &self.telemetry,
             Dialect::Fetch => &self.fetch,
         };
-        let resp = graphql::router(Arc::clone(state))
+        let resp = dq_graphql::router(Arc::clone(state))
             .oneshot(req)
             .await
             .unwrap();
@@ -298,7 +282,7 @@ pub fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
-/// Reports a reliability figure ([`testkit::report_figures`]).
+/// Reports a reliability figure ([`dq_testkit::report_figures`]).
 pub fn report(name: &str, figures: &Value) {
-    testkit::report_figures(name, &serde_json::to_string_pretty(figures).unwrap());
+    dq_testkit::report_figures(name, &serde_json::to_string_pretty(figures).unwrap());
 }

@@ -19,7 +19,7 @@ type Client = RunningService<RoleClient, ()>;
 async fn serve_mcp(state: &Arc<AppState>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let router = graphql::router(Arc::clone(state));
+    let router = dq_graphql::router(Arc::clone(state));
     tokio::spawn(async move { axum::serve(listener, router).await });
     format!("http://{addr}/mcp")
 }
@@ -117,10 +117,10 @@ async fn every_tool_answers_as_graphql_does() {
         let client = connect(&url, Some(&token)).await;
         let info = client.peer_info().expect("initialized");
         let server = info.server_info.clone().expect("server info");
-        assert_eq!(server.name, graphql::mcp::server_name(dialect));
+        assert_eq!(server.name, dq_graphql::mcp::server_name(dialect));
         assert_eq!(server.version, "0.1.0");
 
-        let prefix = graphql::mcp::tool_prefix(dialect);
+        let prefix = dq_graphql::mcp::tool_prefix(dialect);
         let (mechanism, vehicle_arg) = match dialect {
             Dialect::Dq => ("IGNITION_DETECTION", ("subject", json!(subject))),
             Dialect::Telemetry => ("ignitionDetection", ("tokenId", json!(1))),
@@ -138,7 +138,7 @@ async fn every_tool_answers_as_graphql_does() {
         let tools = client.list_all_tools().await.unwrap();
         let mut shortcuts = 0;
         for tool in &tools {
-            let Some(shortcut) = graphql::mcp::SHORTCUTS
+            let Some(shortcut) = dq_graphql::mcp::SHORTCUTS
                 .iter()
                 .find(|s| format!("{prefix}_{}", s.name) == tool.name)
             else {
@@ -325,7 +325,7 @@ async fn unauthorized_data_calls_get_an_mcp_error_and_no_data() {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
     let target = url.clone();
     let answer = tokio::task::spawn_blocking(move || {
-        testkit::http::request(
+        dq_testkit::http::request(
             "POST",
             &target,
             &[
@@ -369,7 +369,7 @@ async fn tool_lists_equal_committed_files() {
         let url = serve_mcp(state_of(&f, dialect)).await;
         let client = connect(&url, None).await;
         let tools = client.list_all_tools().await.unwrap();
-        let prefix = format!("{}_", graphql::mcp::tool_prefix(dialect));
+        let prefix = format!("{}_", dq_graphql::mcp::tool_prefix(dialect));
         assert!(tools.iter().all(|t| t.name.starts_with(&prefix)));
         let listed = serde_json::to_string_pretty(&tools).unwrap() + "\n";
         let file = format!("schema/mcp-tools.{}.json", dialect.name());
@@ -429,7 +429,7 @@ fn mcp_event(body: &Value, protocol: Option<&str>) -> lambda_http::Request {
 /// `request` through a fresh router of `state` (a Lambda instance): status and JSON body;
 /// asserts the answer is plain JSON without a session.
 async fn answer_event(state: &Arc<AppState>, request: lambda_http::Request) -> (u16, Value) {
-    let response = graphql::router(Arc::clone(state))
+    let response = dq_graphql::router(Arc::clone(state))
         .oneshot(request)
         .await
         .unwrap();

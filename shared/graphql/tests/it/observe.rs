@@ -3,15 +3,15 @@
 //! the request span's fields in the JSON logs, and the X-Ray subsegment on a UDP socket.
 
 use crate::{seed, vehicle, ISSUER};
-use auth::dev::{DevClaims, DevSigner};
-use auth::Permission;
 use axum::body::Body;
+use dq_auth::dev::{DevClaims, DevSigner};
+use dq_auth::Permission;
+use dq_graphql::observe::Observe;
+use dq_graphql::{AppState, Dialect, Limits};
+use dq_lake::testing::{Backend, TestLake};
 use dq_metrics::xray::Daemon;
 use dq_metrics::{Captured, Sink};
-use graphql::observe::Observe;
-use graphql::{AppState, Dialect, Limits};
 use http_body_util::BodyExt;
-use lake::testing::{Backend, TestLake};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -28,19 +28,19 @@ struct Served {
 async fn served(dialect: Dialect, observe: Observe) -> Served {
     let t = TestLake::new(Backend::File);
     seed(&t, &[]).await;
-    let (engine, db) = graphql::http::share_lake(t.open().unwrap());
+    let (engine, db) = dq_graphql::http::share_lake(t.open().unwrap());
     let signer = DevSigner::generate(ISSUER).unwrap();
     let state = AppState::new(
         dialect,
-        graphql::DialectSettings::default(),
+        dq_graphql::DialectSettings::default(),
         Arc::new(engine),
         Some(signer.validator().unwrap()),
         Limits::default(),
     )
     .unwrap()
-    .with_cloud_events(graphql::cloud_events::CloudEvents {
+    .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
         db,
-        payloads: fetch::Payloads::new(None),
+        payloads: dq_rawquery::Payloads::new(None),
         store: None,
         links: None,
     })
@@ -83,7 +83,7 @@ impl Served {
             req = req.header(*k, *v);
         }
         let body = Body::from(json!({ "query": query }).to_string());
-        let resp = graphql::router(Arc::clone(&self.state))
+        let resp = dq_graphql::router(Arc::clone(&self.state))
             .oneshot(req.body(body).unwrap())
             .await
             .unwrap();
@@ -192,7 +192,7 @@ async fn query_lines_carry_dialect_and_code() {
     );
 
     // Only /query is measured.
-    graphql::router(Arc::clone(&s.state))
+    dq_graphql::router(Arc::clone(&s.state))
         .oneshot(http::Request::get("/ready").body(Body::empty()).unwrap())
         .await
         .unwrap();
@@ -218,7 +218,7 @@ async fn query_emf_off_writes_nothing() {
 
 #[tokio::test]
 async fn span_fields_reach_the_logs_and_xray() {
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     let daemon = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     daemon
         .set_read_timeout(Some(std::time::Duration::from_secs(5)))
@@ -238,7 +238,7 @@ async fn span_fields_reach_the_logs_and_xray() {
     assert_eq!(status, 200);
 
     // The handler's log line carries the span's fields, the vehicle recorded after the JWT.
-    let line = testkit::logs::lines()
+    let line = dq_testkit::logs::lines()
         .into_iter()
         .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
         .find(|l| {

@@ -7,9 +7,9 @@
 
 use crate::segments::drives;
 use crate::*;
-use auth::Permission;
-use graphql::Limits;
-use lake::testing::{Backend, TestLake};
+use dq_auth::Permission;
+use dq_graphql::Limits;
+use dq_lake::testing::{Backend, TestLake};
 use serde_json::json;
 
 /// The vehicle's token id (telemetry's `tokenId`).
@@ -57,7 +57,7 @@ fn circle() -> &'static str {
 /// statement a request runs.
 struct Observed {
     // Declared first: closed before the fixture removes the lake.
-    log: lake::Conn,
+    log: dq_lake::Conn,
     f: Fixture,
 }
 
@@ -304,9 +304,9 @@ async fn segment_signal_requests_take_their_signals_privileges() {
     // added without the check refusing it (the refusal itself is unit-tested beside it).
     for def in dq_signals::SIGNALS.iter() {
         for p in def.privileges {
-            let p = auth::Privilege::from(*p);
+            let p = dq_auth::Privilege::from(*p);
             assert!(
-                graphql::resolvers::SEGMENT_PRIVILEGES.contains(&p),
+                dq_graphql::segments::SEGMENT_PRIVILEGES.contains(&p),
                 "{} needs {p:?}, which the segment gate does not imply",
                 def.name
             );

@@ -41,7 +41,7 @@ async fn routes_and_error_shapes() {
     let (status, _, body) = f.send(get("/anything/else")).await;
     assert_eq!(status, 200, "GraphiQL is the catch-all");
     assert!(String::from_utf8_lossy(&body).contains("GraphiQL"));
-    let (_, _, body) = f.send_to(graphql::Dialect::Telemetry, get("/")).await;
+    let (_, _, body) = f.send_to(dq_graphql::Dialect::Telemetry, get("/")).await;
     assert!(
         String::from_utf8_lossy(&body).contains("<title>GraphiQL · dq, telemetry dialect</title>")
     );
@@ -97,7 +97,7 @@ async fn routes_and_error_shapes() {
     );
 
     // Bodies over 4 MiB are refused.
-    let big = vec![b' '; graphql::http::BODY_LIMIT + 1];
+    let big = vec![b' '; dq_graphql::http::BODY_LIMIT + 1];
     let req = http::Request::post("/query")
         .header("content-type", "application/json")
         .body(Body::from(big))

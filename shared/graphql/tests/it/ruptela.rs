@@ -6,7 +6,7 @@ use dq_cloudevent::json::parse_object_members;
 
 const RUPTELA: &str = "0xF26421509Efe92861a587482100c6d728aBf1CD0";
 
-use testkit::vector;
+use dq_testkit::vector;
 
 /// The vector run as dq's parity test does: type dimo.status, dataversion r/v0/s, the Ruptela
 /// source, data = the raw `.data` text (its duplicate keys reach the decoder untouched).
@@ -19,22 +19,12 @@ fn ruptela_event() -> (RawEvent, String) {
     let time = DateTime::parse_from_rfc3339(&time)
         .unwrap()
         .with_timezone(&Utc);
-    let event = RawEvent {
-        header: CloudEventHeader {
-            spec_version: "1.0".into(),
-            event_type: "dimo.status".into(),
-            source: RUPTELA.into(),
-            subject: subject.clone(),
-            id: "ruptela-1".into(),
-            time,
-            data_content_type: "application/json".into(),
-            data_version: "r/v0/s".into(),
-            producer: format!("{subject}-device"),
-            ..Default::default()
-        },
-        data: Some(raw("data").to_string()),
-        data_base64: None,
-    };
+    let event =
+        dq_dinsim::testing::EventBuilder::new(subject.clone(), "ruptela-1", "dimo.status", time)
+            .source(RUPTELA)
+            .data_version("r/v0/s")
+            .producer(format!("{subject}-device"))
+            .data(raw("data").to_string());
     (event, subject)
 }
 

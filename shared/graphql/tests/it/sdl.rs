@@ -3,9 +3,9 @@
 
 #[test]
 fn served_sdl_equals_committed_file() {
-    for dialect in graphql::Dialect::ALL {
-        let served = graphql::schema::export_sdl(
-            &graphql::schema::build(dialect, graphql::DialectSettings::default()).unwrap(),
+    for dialect in dq_graphql::Dialect::ALL {
+        let served = dq_graphql::schema::export_sdl(
+            &dq_graphql::schema::build(dialect, dq_graphql::DialectSettings::default()).unwrap(),
         );
         let file = format!("schema/{}.graphql", dialect.name());
         if std::env::var_os("UPDATE_SDL").is_some() {
@@ -29,10 +29,10 @@ fn root_fields(sdl: &str) -> Vec<&str> {
         .collect()
 }
 
-/// dialects.md §1: each dialect's root fields, and nothing of another dialect leaks in.
+/// Each dialect's root fields, and nothing of another dialect leaks in.
 #[test]
 fn each_dialect_has_exactly_its_root_fields() {
-    use graphql::Dialect;
+    use dq_graphql::Dialect;
     let shared = [
         "signals",
         "signalsLatest",
@@ -68,7 +68,7 @@ fn each_dialect_has_exactly_its_root_fields() {
     let f = Dialect::Fetch.sdl();
     assert!(f.contains("latestCloudEvent(did: String!, filter: CloudEventFilter, includeDeleted: Boolean = false): CloudEvent\n"));
     assert!(!f.contains("Privilege") && !f.contains("Signal"));
-    // The signal types are byte-identical between dq and telemetry (dialects.md §1).
+    // The signal types are byte-identical between dq and telemetry.
     for ty in ["SignalAggregations", "SignalCollection", "Segment"] {
         assert_eq!(type_block(Dialect::Dq.sdl(), ty), type_block(t, ty), "{ty}");
     }
@@ -83,7 +83,7 @@ fn type_block<'a>(sdl: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn every_signal_carries_its_privilege_directive() {
-    let sdl = graphql::Dialect::Dq.sdl();
+    let sdl = dq_graphql::Dialect::Dq.sdl();
     assert_eq!(dq_signals::SIGNALS.len(), 116);
     for ty in ["SignalAggregations", "SignalCollection"] {
         let block = type_block(sdl, ty);

@@ -1,8 +1,8 @@
-//! `segments` and `dailyActivity` through real GraphQL (dq-query.md §3): shapes, summaries,
+//! `segments` and `dailyActivity` through real GraphQL: shapes, summaries,
 //! locations, the strict `after` cursor, validation texts, privileges and time zones.
 
 use crate::*;
-use auth::Permission;
+use dq_auth::Permission;
 use serde_json::json;
 
 /// Five 10-minute ignition segments `[1200k, 1200k + 600]` s after [`at`]`(0)`, each with a

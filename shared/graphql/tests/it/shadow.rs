@@ -5,8 +5,8 @@
 
 use crate::{at, fixture, item, status, vehicle, ALL, SOURCE};
 use axum::body::Body;
-use graphql::shadow::{Shadow, ShadowConfig, ShadowTotals};
-use graphql::Dialect;
+use dq_graphql::shadow::{Shadow, ShadowConfig, ShadowTotals};
+use dq_graphql::Dialect;
 use http_body_util::BodyExt;
 use serde_json::json;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ fn shadow(url: &str, max_in_flight: usize) -> Arc<Shadow> {
         sample_rate: 1.0,
         max_in_flight,
         timeout: Duration::from_secs(10),
-        epsilon: reconcile::DEFAULT_EPSILON,
+        epsilon: dq_reconcile::DEFAULT_EPSILON,
     };
     Arc::new(Shadow::new(Dialect::Dq, config).unwrap())
 }
@@ -79,7 +79,7 @@ async fn live_answers_are_unaffected_and_outcomes_are_counted() {
     .await;
     let token = f.token(&v, &ALL);
     let query = format!("{{ signalsLatest(subject: \"{v}\") {{ lastSeen speed {{ value }} }} }}");
-    let plain = || graphql::router(Arc::clone(&f.state));
+    let plain = || dq_graphql::router(Arc::clone(&f.state));
     let expected = call(plain(), &token, &query).await;
     assert_eq!(expected.0, 200);
 
@@ -153,7 +153,10 @@ async fn live_answers_are_unaffected_and_outcomes_are_counted() {
     .await;
 
     // An unreachable reference: failed, never matched.
-    let closed = format!("http://127.0.0.1:{}/query", testkit::free_port().unwrap());
+    let closed = format!(
+        "http://127.0.0.1:{}/query",
+        dq_testkit::free_port().unwrap()
+    );
     let down = shadow(&closed, 4);
     assert_eq!(
         call(Arc::clone(&down).wrap(plain()), &token, &query).await,

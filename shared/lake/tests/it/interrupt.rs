@@ -1,10 +1,10 @@
-//! `lake::interruptible`: when a request is given up (its future dropped: the client went away,
+//! `dq_lake::interruptible`: when a request is given up (its future dropped: the client went away,
 //! or a deadline), the statement running on its pooled connection is interrupted at once, the
 //! request starts no other statement, and the connection serves the next request.
 
-use lake::backend_tests;
-use lake::testing::{Backend, TestLake};
-use lake::{Error, Pool, SharedLake};
+use dq_lake::backend_tests;
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::{Error, Pool, SharedLake};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,7 @@ async fn dropped_request(backend: Backend) {
     let (started_tx, started_rx) = mpsc::channel();
     let (done_tx, done_rx) = mpsc::channel();
     let p = Arc::clone(&pool);
-    let request = tokio::spawn(lake::interruptible(move || {
+    let request = tokio::spawn(dq_lake::interruptible(move || {
         let pooled = p.checkout().unwrap();
         started_tx.send(pooled.conn().interrupt_handle()).ok();
         let out = pooled.conn().query_row(HEAVY, [], |r| r.get::<_, i64>(0));
@@ -60,7 +60,7 @@ async fn dropped_request(backend: Backend) {
 
     // The next request gets the same connection, and its statement runs.
     let p = Arc::clone(&pool);
-    let (answer, same_connection) = lake::interruptible(move || {
+    let (answer, same_connection) = dq_lake::interruptible(move || {
         let pooled = p.checkout().unwrap();
         let same = Arc::ptr_eq(&pooled.conn().interrupt_handle(), &handle);
         let answer: i64 = pooled

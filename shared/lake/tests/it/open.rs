@@ -1,6 +1,6 @@
-use lake::backend_tests;
-use lake::testing::{Backend, TestLake};
-use lake::Error;
+use dq_lake::backend_tests;
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::Error;
 
 backend_tests!(
     every_connection_is_utc,
@@ -68,16 +68,16 @@ fn encryption_mismatch_is_refused(backend: Backend) {
 fn set_catalog_version(t: &TestLake, version: &str) {
     let sql = format!("UPDATE ducklake_metadata SET value = '{version}' WHERE key = 'version'");
     match &t.config.catalog {
-        lake::Catalog::File(path) => {
-            let conn = lake::duckdb::Connection::open(path).unwrap();
+        dq_lake::Catalog::File(path) => {
+            let conn = dq_lake::duckdb::Connection::open(path).unwrap();
             conn.execute_batch(&sql).unwrap();
         }
-        lake::Catalog::Postgres(dsn) => {
+        dq_lake::Catalog::Postgres(dsn) => {
             let db = dsn
                 .split_whitespace()
                 .find_map(|kv| kv.strip_prefix("dbname="))
                 .unwrap();
-            testkit::shared_postgres()
+            dq_testkit::shared_postgres()
                 .psql_as_superuser(db, &sql)
                 .unwrap();
         }
@@ -86,7 +86,7 @@ fn set_catalog_version(t: &TestLake, version: &str) {
 
 #[test]
 fn wrong_postgres_password_is_not_echoed() {
-    let pg = testkit::shared_postgres();
+    let pg = dq_testkit::shared_postgres();
     let t = TestLake::new(Backend::Postgres);
     let wrong = "Wr0ng-Pa55word-xyz";
     let dsn = t.config.catalog.uri().replace("ducklake:postgres:", "");
@@ -95,7 +95,7 @@ fn wrong_postgres_password_is_not_echoed() {
         &format!("password={wrong}"),
     );
     let err = t
-        .open_with(|c| c.catalog = lake::Catalog::parse(&dsn))
+        .open_with(|c| c.catalog = dq_lake::Catalog::parse(&dsn))
         .unwrap_err();
     let text = format!("{err} {err:?}");
     assert!(!text.contains(wrong), "password leaked: {text}");
@@ -108,12 +108,12 @@ fn wrong_postgres_password_is_not_echoed() {
 
 #[test]
 fn url_dsn_password_is_not_echoed() {
-    let pg = testkit::shared_postgres();
+    let pg = dq_testkit::shared_postgres();
     let wrong = "An0ther-Wr0ng-pw";
     let dsn = format!("postgresql://dq:{wrong}@127.0.0.1:{}/postgres", pg.port());
     let t = TestLake::new(Backend::File);
     let err = t
-        .open_with(|c| c.catalog = lake::Catalog::parse(&dsn))
+        .open_with(|c| c.catalog = dq_lake::Catalog::parse(&dsn))
         .unwrap_err();
     let text = format!("{err} {err:?}");
     assert!(!text.contains(wrong), "password leaked: {text}");

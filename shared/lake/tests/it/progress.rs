@@ -1,6 +1,6 @@
 use chrono::Duration;
-use lake::testing::{Backend, TestLake};
-use lake::{backend_tests, progress};
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::{backend_tests, progress};
 
 backend_tests!(floor_is_the_min_of_live_consumers);
 

@@ -1,5 +1,5 @@
-use lake::testing::{Backend, TestLake};
-use lake::{backend_tests, progress, raw};
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::{backend_tests, progress, raw};
 
 backend_tests!(
     layout_matches_dins_contract,
@@ -7,7 +7,7 @@ backend_tests!(
     missing_sort_is_restored_alone
 );
 
-/// din-raw §3.1, written out here rather than taken from our DDL.
+/// din's `raw_events` columns, written out here rather than taken from our DDL.
 fn expected_columns() -> Vec<(String, String, bool)> {
     [
         ("subject", "varchar"),

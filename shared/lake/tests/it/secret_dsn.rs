@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
 
-use lake::config::{
+use dq_lake::config::{
     DUCKDB_EXTENSION_DIR, DUCKDB_THREADS, DUCKLAKE_CATALOG_SECRET_ARN, DUCKLAKE_CATALOG_SECRET_KEY,
     DUCKLAKE_DATA_PATH,
 };
-use lake::{Lake, LakeConfig, Pool, SharedLake};
-use secrets::testing::{create_secret, moto_client, put_secret_value};
+use dq_lake::{Lake, LakeConfig, Pool, SharedLake};
+use dq_secrets::testing::{create_secret, moto_client, put_secret_value};
 
 /// A role of its own (its password changes) owning a fresh database on the shared cluster.
 struct Role {
@@ -20,9 +20,9 @@ struct Role {
 
 impl Role {
     fn create(connection_limit: Option<u32>, password: &str) -> Role {
-        let pg = testkit::shared_postgres();
-        let name = testkit::unique_name("role").replace('-', "_");
-        let db = testkit::unique_name("db");
+        let pg = dq_testkit::shared_postgres();
+        let name = dq_testkit::unique_name("role").replace('-', "_");
+        let db = dq_testkit::unique_name("db");
         let limit = connection_limit
             .map(|n| format!(" CONNECTION LIMIT {n}"))
             .unwrap_or_default();
@@ -42,14 +42,14 @@ impl Role {
     fn dsn(&self, password: &str) -> String {
         format!(
             "host=127.0.0.1 port={} dbname={} user={} password={password}",
-            testkit::shared_postgres().port(),
+            dq_testkit::shared_postgres().port(),
             self.db,
             self.name
         )
     }
 
     fn set_password(&self, password: &str) {
-        testkit::shared_postgres()
+        dq_testkit::shared_postgres()
             .psql_as_superuser(
                 "postgres",
                 &format!("ALTER ROLE {} PASSWORD '{password}'", self.name),
@@ -59,7 +59,7 @@ impl Role {
 
     /// Ends the role's sessions: the lake's pooled PostgreSQL connections must reconnect.
     fn terminate_sessions(&self) {
-        testkit::shared_postgres()
+        dq_testkit::shared_postgres()
             .psql_as_superuser(
                 "postgres",
                 &format!(
@@ -72,7 +72,7 @@ impl Role {
 }
 
 fn password(tag: &str) -> String {
-    format!("pw{tag}{}", testkit::unique_name("x").replace('-', ""))
+    format!("pw{tag}{}", dq_testkit::unique_name("x").replace('-', ""))
 }
 
 /// A lake config read like a function's, with the DSN in secret `arn`.
@@ -86,7 +86,7 @@ fn config_from_secret(arn: &str, dir: &tempfile::TempDir) -> LakeConfig {
         ),
         (
             DUCKDB_EXTENSION_DIR,
-            lake::testing::extension_dir().display().to_string(),
+            dq_lake::testing::extension_dir().display().to_string(),
         ),
         (DUCKDB_THREADS, "2".to_owned()),
     ]);
@@ -129,7 +129,7 @@ fn the_dsn_read_from_a_secret_opens_the_lake() {
 
 #[test]
 fn a_rotated_password_is_re_read_once_and_never_shown() {
-    testkit::logs::capture();
+    dq_testkit::logs::capture();
     let [a, b, c] = ["a", "b", "c"].map(password);
     let role = Role::create(None, &a);
     let arn = create_secret(&secret_json(&role.dsn(&a)));
@@ -165,7 +165,7 @@ fn a_rotated_password_is_re_read_once_and_never_shown() {
         let got = pooled
             .conn()
             .query_row("SELECT count(*) FROM lake.t", [], |r| r.get::<_, i64>(0))
-            .map_err(|e| lake::db_error(pool.redactor(), "read", e));
+            .map_err(|e| dq_lake::db_error(pool.redactor(), "read", e));
         pool.give_back(pooled, got.as_ref().err().map(|e| e.to_string()).as_deref());
         got
     };
@@ -183,7 +183,7 @@ fn a_rotated_password_is_re_read_once_and_never_shown() {
         "a read after the reopening succeeds: {read_errors:?}"
     );
     assert!(
-        read_errors.iter().any(|e| lake::is_auth_failure(e)),
+        read_errors.iter().any(|e| dq_lake::is_auth_failure(e)),
         "the refusal surfaced on the read path: {read_errors:?}"
     );
     errors.extend(read_errors);
@@ -191,7 +191,7 @@ fn a_rotated_password_is_re_read_once_and_never_shown() {
 
     // Masked everywhere, including by the redactor handed out before the last rotation.
     assert_eq!(pool.redactor().redact(&format!("token {c}")), "token ***");
-    let n = testkit::logs::assert_no_secrets(&[&a, &b, &c], &errors);
+    let n = dq_testkit::logs::assert_no_secrets(&[&a, &b, &c], &errors);
     assert!(n > 0, "logs were captured");
 }
 
@@ -203,7 +203,7 @@ fn the_connection_limit_bounds_postgres_connections_per_instance() {
     let role = Role::create(Some(2), &pw);
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = LakeConfig::new(&role.dsn(&pw), Some(&dir.path().display().to_string()));
-    cfg.extension_dir = lake::testing::extension_dir();
+    cfg.extension_dir = dq_lake::testing::extension_dir();
     cfg.threads = Some(2);
     cfg.pg_connection_limit = Some(1);
     let lake = Lake::open(cfg.clone()).unwrap();

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
-use lease::{Lease, LeaseConfig, LeaseError, LostReason, DEFAULT_CHECK_MARGIN};
+use dq_lease::{Lease, LeaseConfig, LeaseError, LostReason, DEFAULT_CHECK_MARGIN};
 
 use crate::support::{clock, dynamo_lease, lost_reason, moto_config, raw_client, TTL};
 
@@ -173,7 +173,7 @@ async fn the_fence_stays_monotonic_when_ttl_deletes_the_item() {
         .delete_item()
         .table_name(&table)
         .key(
-            lease::TABLE_KEY,
+            dq_lease::TABLE_KEY,
             AttributeValue::S("dq-materializer".into()),
         )
         .send()
@@ -193,7 +193,7 @@ async fn a_deleted_item_is_reported_missing() {
         .delete_item()
         .table_name(&table)
         .key(
-            lease::TABLE_KEY,
+            dq_lease::TABLE_KEY,
             AttributeValue::S("dq-materializer".into()),
         )
         .send()
@@ -219,7 +219,7 @@ async fn create_table_is_idempotent_and_enables_ttl_on_expires_at() {
         .await
         .unwrap();
     let description = ttl.time_to_live_description().unwrap();
-    assert_eq!(description.attribute_name(), Some(lease::TTL_ATTRIBUTE));
+    assert_eq!(description.attribute_name(), Some(dq_lease::TTL_ATTRIBUTE));
     assert_eq!(
         description.time_to_live_status(),
         Some(&TimeToLiveStatus::Enabled)
@@ -243,7 +243,7 @@ async fn a_missing_table_is_a_permanent_error() {
 
 #[tokio::test]
 async fn an_unreachable_endpoint_is_transient() {
-    let port = testkit::free_port().unwrap();
+    let port = dq_testkit::free_port().unwrap();
     let cfg = LeaseConfig {
         endpoint: Some(format!("http://127.0.0.1:{port}")),
         ..moto_config()

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lease::{Lease, LeaseConfig, LeaseError, LostReason, ManualClock, DEFAULT_CHECK_MARGIN};
+use dq_lease::{Lease, LeaseConfig, LeaseError, LostReason, ManualClock, DEFAULT_CHECK_MARGIN};
 
 use crate::support::{clock, held_by, lost_reason, TTL};
 

@@ -3,20 +3,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lease::{Lease, LeaseConfig, LeaseError, ManualClock};
+use dq_lease::{Lease, LeaseConfig, LeaseError, ManualClock};
 
 /// The TTL most tests acquire with.
 pub const TTL: Duration = Duration::from_secs(60);
 
 /// A config for a fresh table on the shared moto server.
 pub fn moto_config() -> LeaseConfig {
-    moto_config_on(testkit::shared_moto())
+    moto_config_on(dq_testkit::shared_moto())
 }
 
 /// A config for a fresh table on `moto`.
-pub fn moto_config_on(moto: &testkit::Moto) -> LeaseConfig {
+pub fn moto_config_on(moto: &dq_testkit::Moto) -> LeaseConfig {
     LeaseConfig {
-        table: Some(testkit::unique_name("lease")),
+        table: Some(dq_testkit::unique_name("lease")),
         endpoint: Some(moto.endpoint()),
         region: moto.region().to_owned(),
         access_key_id: Some(moto.access_key().to_owned()),
@@ -42,7 +42,7 @@ pub async fn dynamo_lease(clock: &Arc<ManualClock>) -> (Lease, String) {
 /// A plain SDK client for moto, to look at or tamper with the table behind the lease's back.
 pub fn raw_client() -> aws_sdk_dynamodb::Client {
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    let moto = testkit::shared_moto();
+    let moto = dq_testkit::shared_moto();
     let conf = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(moto.region()))
@@ -64,7 +64,7 @@ pub fn clock() -> Arc<ManualClock> {
 }
 
 /// The holder named by a `Held` refusal; fails the test on anything else.
-pub fn held_by<T: std::fmt::Debug>(result: lease::Result<T>) -> String {
+pub fn held_by<T: std::fmt::Debug>(result: dq_lease::Result<T>) -> String {
     match result {
         Err(LeaseError::Held { holder, .. }) => holder,
         other => panic!("expected Held, got {other:?}"),
@@ -72,7 +72,7 @@ pub fn held_by<T: std::fmt::Debug>(result: lease::Result<T>) -> String {
 }
 
 /// The reason of a `Lost` error; fails the test on anything else.
-pub fn lost_reason<T: std::fmt::Debug>(result: lease::Result<T>) -> lease::LostReason {
+pub fn lost_reason<T: std::fmt::Debug>(result: dq_lease::Result<T>) -> dq_lease::LostReason {
     match result {
         Err(LeaseError::Lost { reason, .. }) => reason,
         other => panic!("expected Lost, got {other:?}"),

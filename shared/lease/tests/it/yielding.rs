@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lease::{Lease, LeaseError, ManualClock};
+use dq_lease::{Lease, LeaseError, ManualClock};
 
 use crate::support::{clock, dynamo_lease, TTL};
 

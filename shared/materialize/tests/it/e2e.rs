@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use fleet::FleetConfig;
-use lake::backend_tests;
-use lake::testing::{Backend, TestLake};
-use materialize::Outcome;
+use dq_dinsim::{SeedOptions, Writer};
+use dq_fleet::FleetConfig;
+use dq_lake::backend_tests;
+use dq_lake::testing::{Backend, TestLake};
+use dq_materialize::Outcome;
 use pretty_assertions_free::assert_rows_eq;
-use sim::{SeedOptions, Writer};
 
 use crate::*;
 
@@ -58,7 +58,9 @@ fn end_to_end(backend: Backend) {
         split_every: 5,
         late_every: 17,
     };
-    let report = rt.block_on(sim::seed(&writer, &opts, |_| {})).unwrap();
+    let report = rt
+        .block_on(dq_dinsim::seed(&writer, &opts, |_| {}))
+        .unwrap();
     assert!(
         report.duplicate_bundles > 0 && report.tombstones > 0 && report.externalized > 0,
         "{report:?}"
@@ -109,7 +111,7 @@ fn end_to_end(backend: Backend) {
     let audit = m.audit().unwrap();
     assert!(audit.clean, "{audit:?}");
     // Consumer floor reported at the cursor.
-    let floor = lake::progress::floor(m.lake(), chrono::Duration::hours(1)).unwrap();
+    let floor = dq_lake::progress::floor(m.lake(), chrono::Duration::hours(1)).unwrap();
     assert_eq!(floor, Some(m.cursor().unwrap()));
 
     // A rebuild leaves the rollups exactly as they were.
@@ -125,18 +127,18 @@ fn end_to_end(backend: Backend) {
 fn schema_setup_is_idempotent(backend: Backend) {
     let t = TestLake::new(backend);
     let lake = din_lake(&t);
-    let report = materialize::schema::ensure(&lake).unwrap();
+    let report = dq_tables::schema::ensure(&lake).unwrap();
     assert_eq!(report.created.len(), 4);
-    let head = lake::progress::head(&lake).unwrap();
-    let again = materialize::schema::ensure(&lake).unwrap();
+    let head = dq_lake::progress::head(&lake).unwrap();
+    let again = dq_tables::schema::ensure(&lake).unwrap();
     assert!(again.created.is_empty() && again.layout_statements == 0);
     assert_eq!(
-        lake::progress::head(&lake).unwrap(),
+        dq_lake::progress::head(&lake).unwrap(),
         head,
         "a reboot mints no snapshot"
     );
     assert_eq!(count(&lake, "SELECT count(*) FROM lake.ingest_progress"), 1);
-    let layout = lake::raw::table_layout(&lake, "signals").unwrap();
+    let layout = dq_lake::raw::table_layout(&lake, "signals").unwrap();
     assert_eq!(layout.partition.len(), 4);
     assert_eq!(layout.sort.len(), 2);
     let cols: Vec<String> = layout.columns.iter().map(|c| c.0.clone()).collect();
@@ -169,14 +171,14 @@ fn an_older_progress_table_gets_its_fence_column(backend: Backend) {
            ('lake.signals_latest#daily_watermark', '2026-08-01T00:00:00Z');",
     )
     .unwrap();
-    let report = materialize::schema::ensure(&lake).unwrap();
+    let report = dq_tables::schema::ensure(&lake).unwrap();
     assert_eq!(report.columns_added, ["ingest_progress.fence"]);
-    assert!(materialize::schema::has_column(&lake, "ingest_progress", "fence").unwrap());
-    let head = lake::progress::head(&lake).unwrap();
-    let again = materialize::schema::ensure(&lake).unwrap();
+    assert!(dq_tables::schema::has_column(&lake, "ingest_progress", "fence").unwrap());
+    let head = dq_lake::progress::head(&lake).unwrap();
+    let again = dq_tables::schema::ensure(&lake).unwrap();
     assert!(again.columns_added.is_empty(), "{again:?}");
     assert_eq!(
-        lake::progress::head(&lake).unwrap(),
+        dq_lake::progress::head(&lake).unwrap(),
         head,
         "a reboot mints no snapshot"
     );

@@ -2,10 +2,10 @@
 //! unretained prefix (counted), and `backfill` recovers those rows idempotently.
 
 use chrono::{Duration, TimeZone, Utc};
-use lake::backend_tests;
-use lake::testing::{Backend, TestLake};
-use sim::maintain::{expire, Retention};
-use sim::Writer;
+use dq_dinsim::maintain::{expire, Retention};
+use dq_dinsim::Writer;
+use dq_lake::backend_tests;
+use dq_lake::testing::{Backend, TestLake};
 
 use crate::*;
 
@@ -35,7 +35,7 @@ fn expired_feed_skips_prefix_and_backfill_recovers(backend: Backend) {
     };
     let report = expire(m.lake(), tiny).unwrap();
     assert!(report.expired > 0);
-    let oldest = lake::progress::snapshots(m.lake()).unwrap()[0].id;
+    let oldest = dq_lake::progress::snapshots(m.lake()).unwrap()[0].id;
     let run = drain(&rt, &m);
     assert_eq!(run.cursor_resets, 1, "{run:?}");
     assert_eq!(

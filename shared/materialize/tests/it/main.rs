@@ -1,5 +1,5 @@
 //! Materializer integration tests. Lake-touching bodies run on a file catalog AND a throwaway
-//! PostgreSQL catalog through `lake::backend_tests!`.
+//! PostgreSQL catalog through `dq_lake::backend_tests!`.
 //!
 //! Where new tests go:
 //! - `e2e.rs`: whole-pipeline behaviour (acceptance 1) and schema setup.
@@ -23,17 +23,17 @@ mod rollups;
 use std::sync::Arc;
 
 use base64::Engine;
-use blob::{BlobConfig, BlobStore};
 use chrono::{DateTime, TimeZone, Utc};
-use dq_cloudevent::event::{CloudEventHeader, RawEvent};
-use lake::testing::{Backend, TestLake};
-use lake::Lake;
-pub use materialize::testing::{
+use dq_blob::{BlobConfig, BlobStore};
+use dq_cloudevent::event::RawEvent;
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::Lake;
+pub use dq_materialize::testing::{
     count, expected, sorted_events, sorted_signals, stored_events, stored_signals,
 };
-use materialize::Materializer;
+use dq_materialize::Materializer;
 
-pub const VEHICLE: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF";
+pub use dq_dinsim::testing::VEHICLE;
 pub const DEFAULT_SOURCE: &str = "0x0Ac7C7A6d1E85f5e9B2B63C9D2E7D8f0c1b2A395";
 
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -47,13 +47,7 @@ pub fn at(secs: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(1_750_000_000 + secs, 0).unwrap()
 }
 
-/// A lake as din leaves it after first boot (raw_events + consumer table).
-pub fn din_lake(t: &TestLake) -> Lake {
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
-    lake::progress::ensure(&lake).unwrap();
-    lake
-}
+pub use dq_dinsim::testing::open_din_lake as din_lake;
 
 pub fn local_blobs(t: &TestLake) -> Arc<BlobStore> {
     Arc::new(
@@ -64,9 +58,9 @@ pub fn local_blobs(t: &TestLake) -> Arc<BlobStore> {
 }
 
 /// A blob store on a fresh moto bucket reached through `proxy` (prefix `blobs/`, no sealing).
-pub fn moto_store(rt: &tokio::runtime::Runtime, proxy: &testkit::FaultProxy) -> Arc<BlobStore> {
-    let moto = testkit::shared_moto();
-    let bucket = testkit::unique_name("blobs");
+pub fn moto_store(rt: &tokio::runtime::Runtime, proxy: &dq_testkit::FaultProxy) -> Arc<BlobStore> {
+    let moto = dq_testkit::shared_moto();
+    let bucket = dq_testkit::unique_name("blobs");
     moto.create_bucket(&bucket).unwrap();
     Arc::new(
         rt.block_on(BlobStore::open(&BlobConfig {
@@ -83,9 +77,9 @@ pub fn moto_store(rt: &tokio::runtime::Runtime, proxy: &testkit::FaultProxy) -> 
 }
 
 /// A fault proxy in front of the shared moto server.
-pub fn moto_proxy() -> testkit::FaultProxy {
-    let port = testkit::shared_moto().port();
-    testkit::FaultProxy::start(std::net::SocketAddr::from(([127, 0, 0, 1], port))).unwrap()
+pub fn moto_proxy() -> dq_testkit::FaultProxy {
+    let port = dq_testkit::shared_moto().port();
+    dq_testkit::FaultProxy::start(std::net::SocketAddr::from(([127, 0, 0, 1], port))).unwrap()
 }
 
 /// A test materializer: small windows and chunks so spans take several windows.
@@ -111,22 +105,12 @@ pub fn status(token: u32, id: &str, time: DateTime<Utc>, signals: &[(&str, f64)]
             )
         })
         .collect();
-    RawEvent {
-        header: CloudEventHeader {
-            spec_version: "1.0".into(),
-            event_type: "dimo.status".into(),
-            source: DEFAULT_SOURCE.into(),
-            subject: format!("{VEHICLE}:{token}"),
-            id: id.into(),
-            time,
-            data_content_type: "application/json".into(),
-            data_version: "default/v1.0".into(),
-            producer: format!("did:erc721:137:0x4804e8D1661cd1a1e5dDdE1ff458A7f878c0aC6D:{token}"),
-            ..Default::default()
-        },
-        data: Some(format!(r#"{{"signals":[{}]}}"#, items.join(","))),
-        data_base64: None,
-    }
+    dq_dinsim::testing::EventBuilder::new(format!("{VEHICLE}:{token}"), id, "dimo.status", time)
+        .source(DEFAULT_SOURCE)
+        .producer(format!(
+            "did:erc721:137:0x4804e8D1661cd1a1e5dDdE1ff458A7f878c0aC6D:{token}"
+        ))
+        .data(format!(r#"{{"signals":[{}]}}"#, items.join(",")))
 }
 
 /// The same event with its payload as `data_base64`.
@@ -137,8 +121,8 @@ pub fn as_base64(mut e: RawEvent) -> RawEvent {
 }
 
 /// Drains until caught up; returns the total raw rows read.
-pub fn drain(rt: &tokio::runtime::Runtime, m: &Materializer) -> materialize::RunSummary {
-    let mut total = materialize::RunSummary::default();
+pub fn drain(rt: &tokio::runtime::Runtime, m: &Materializer) -> dq_materialize::RunSummary {
+    let mut total = dq_materialize::RunSummary::default();
     for _ in 0..200 {
         let run = rt.block_on(m.drain(None, None)).unwrap();
         let caught_up = run.caught_up;

@@ -5,11 +5,11 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
 use dq_cloudevent::RawEvent;
-use lake::backend_tests;
-use lake::testing::{Backend, TestLake};
-use lake::Lake;
-use materialize::Materializer;
-use sim::Writer;
+use dq_dinsim::Writer;
+use dq_lake::backend_tests;
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::Lake;
+use dq_materialize::Materializer;
 
 use crate::*;
 

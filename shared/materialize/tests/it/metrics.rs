@@ -2,9 +2,9 @@
 //! `[Stage, Function]`, the `Stage`/`Function` properties, the span metrics; none with EMF off.
 
 use crate::{at, din_lake, runtime, status};
+use dq_lake::testing::{Backend, TestLake};
+use dq_materialize::Materializer;
 use dq_metrics::{Origin, Sink};
-use lake::testing::{Backend, TestLake};
-use materialize::Materializer;
 use serde_json::json;
 
 #[test]
@@ -22,7 +22,7 @@ fn drain_lines_carry_stage_and_function() {
             status(1, "m1", at(0), &[("speed", 10.0)]),
             status(2, "m2", at(1), &[("speed", 20.0)]),
         ];
-        rt.block_on(sim::Writer::new(m.lake(), None).write_bundle(&events))
+        rt.block_on(dq_dinsim::Writer::new(m.lake(), None).write_bundle(&events))
             .unwrap();
         for _ in 0..20 {
             if rt.block_on(m.drain(None, None)).unwrap().caught_up {

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use fleet::FleetConfig;
-use lake::testing::{Backend, TestLake};
-use materialize::{LeaseSession, Outcome};
-use sim::{SeedOptions, Writer};
+use dq_dinsim::{SeedOptions, Writer};
+use dq_fleet::FleetConfig;
+use dq_lake::testing::{Backend, TestLake};
+use dq_materialize::{LeaseSession, Outcome};
 
 use crate::*;
 
@@ -24,7 +24,7 @@ fn parallel(with_lease: bool) {
     let t = TestLake::new(Backend::Postgres);
     let rt = runtime();
     let seed_lake = din_lake(&t);
-    materialize::schema::ensure(&seed_lake).unwrap();
+    dq_tables::schema::ensure(&seed_lake).unwrap();
     let writer = Writer::new(&seed_lake, None);
     let opts = SeedOptions {
         fleet: FleetConfig {
@@ -39,7 +39,8 @@ fn parallel(with_lease: bool) {
     };
     // No blob store: keep every payload inline.
     let writer = writer.with_threshold(usize::MAX);
-    rt.block_on(sim::seed(&writer, &opts, |_| {})).unwrap();
+    rt.block_on(dq_dinsim::seed(&writer, &opts, |_| {}))
+        .unwrap();
     let lease_path = Arc::new(t.path("materializer.lease"));
     let workers: Vec<_> = (0..2)
         .map(|i| {
@@ -47,16 +48,16 @@ fn parallel(with_lease: bool) {
             let lease_path = Arc::clone(&lease_path);
             std::thread::spawn(move || {
                 let rt = runtime();
-                let m = materializer(lake::Lake::open(cfg).unwrap(), None);
+                let m = materializer(dq_lake::Lake::open(cfg).unwrap(), None);
                 let mut moved = 0;
                 let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
                 while std::time::Instant::now() < deadline {
                     let session = if with_lease {
-                        let lease = lease::Lease::local(lease_path.as_path())
+                        let lease = dq_lease::Lease::local(lease_path.as_path())
                             .for_invocation(&format!("worker-{i}"));
                         match rt.block_on(LeaseSession::acquire(lease)) {
                             Ok(s) => Some(s),
-                            Err(lease::LeaseError::Held { .. }) => {
+                            Err(dq_lease::LeaseError::Held { .. }) => {
                                 std::thread::sleep(std::time::Duration::from_millis(20));
                                 continue;
                             }
@@ -116,11 +117,11 @@ fn a_lease_bypassing_writer_taking_over_mid_span_duplicates_nothing() {
                 .as_secs()
         });
     eprintln!("fencing: {RUNS} runs, DQ_FENCE_SEED={seed}");
-    let mut rng = testkit::XorShift::new(seed);
+    let mut rng = dq_testkit::XorShift::new(seed);
     let t = TestLake::new(Backend::Postgres);
     let rt = runtime();
     let seed_lake = din_lake(&t);
-    materialize::schema::ensure(&seed_lake).unwrap();
+    dq_tables::schema::ensure(&seed_lake).unwrap();
     let writer = Writer::new(&seed_lake, None).with_threshold(usize::MAX);
     // Small windows and one span per run: every run is one span of several windows.
     let build = || {
@@ -135,7 +136,7 @@ fn a_lease_bypassing_writer_taking_over_mid_span_duplicates_nothing() {
     // Each writer has its own DuckDB instance (a `Materializer` is Send, not Sync): moved into
     // its thread for a run and handed back.
     let (mut first, mut second) = (build(), build());
-    let lease = lease::Lease::local(t.path("materializer.lease"));
+    let lease = dq_lease::Lease::local(t.path("materializer.lease"));
     let started = std::time::Instant::now();
     let mut figures = Vec::new();
     for run in 0..RUNS {
@@ -151,7 +152,8 @@ fn a_lease_bypassing_writer_taking_over_mid_span_duplicates_nothing() {
             duplicate_every: 3,
             ..SeedOptions::default()
         };
-        rt.block_on(sim::seed(&writer, &opts, |_| {})).unwrap();
+        rt.block_on(dq_dinsim::seed(&writer, &opts, |_| {}))
+            .unwrap();
         let delay = std::time::Duration::from_millis(rng.below(300) as u64);
         let token = 1_000 + rng.below(1_000) as i64;
         let session = rt
@@ -167,7 +169,7 @@ fn a_lease_bypassing_writer_taking_over_mid_span_duplicates_nothing() {
                 std::thread::sleep(delay);
                 let rt = runtime();
                 let out = until_caught_up(|| {
-                    rt.block_on(materialize::testing::run_span_bypassing_lease(
+                    rt.block_on(dq_materialize::testing::run_span_bypassing_lease(
                         &second, token,
                     ))
                 });
@@ -202,7 +204,7 @@ fn a_lease_bypassing_writer_taking_over_mid_span_duplicates_nothing() {
 }
 
 /// Decoded rows at rest more than once under their write key: `(signals, events)`.
-fn duplicate_rows(lake: &lake::Lake) -> (i64, i64) {
+fn duplicate_rows(lake: &dq_lake::Lake) -> (i64, i64) {
     let dup = |table: &str, key: &str| {
         count(
             lake,
@@ -224,7 +226,7 @@ fn duplicate_rows(lake: &lake::Lake) -> (i64, i64) {
 /// Runs spans until caught up, pausing briefly after a lost race (a later tick):
 /// `(spans lost to a peer, windows committed)`.
 fn until_caught_up(
-    mut span: impl FnMut() -> materialize::Result<materialize::SpanSummary>,
+    mut span: impl FnMut() -> dq_materialize::Result<dq_materialize::SpanSummary>,
 ) -> (u64, u64) {
     let (mut lost, mut windows) = (0, 0);
     for _ in 0..200 {

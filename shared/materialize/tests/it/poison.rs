@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use blob::{BlobConfig, BlobStore};
+use dq_blob::{BlobConfig, BlobStore};
 use dq_cloudevent::RawRow;
-use lake::backend_tests;
-use lake::testing::{Backend, TestLake};
-use materialize::{Error, Outcome};
-use sim::Writer;
+use dq_dinsim::Writer;
+use dq_lake::backend_tests;
+use dq_lake::testing::{Backend, TestLake};
+use dq_materialize::{Error, Outcome};
 
 use crate::*;
 
@@ -57,7 +57,7 @@ fn poison_is_counted_and_skipped(backend: Backend) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::File::create(&path)
         .unwrap()
-        .set_len(blob::MAX_OBJECT_SIZE + 1)
+        .set_len(dq_blob::MAX_OBJECT_SIZE + 1)
         .unwrap();
     let mut malformed = RawRow::from_event(&status(1, "malformed", at(3), &[]));
     malformed.data = Some(r#"{"signals":[{"name":"#.into());
@@ -99,10 +99,10 @@ fn transient_blob_failure_aborts_and_loses_nothing(backend: Backend) {
     let rt = runtime();
     let local = local_blobs(&t);
     // A blob store on an endpoint where nothing listens: every GET is a connection error.
-    let port = testkit::free_port().unwrap();
+    let port = dq_testkit::free_port().unwrap();
     let unreachable = BlobConfig {
         bucket: "blobs".into(),
-        prefix: blob::DEFAULT_PREFIX.into(),
+        prefix: dq_blob::DEFAULT_PREFIX.into(),
         region: Some("us-east-1".into()),
         access_key_id: Some("x".into()),
         secret_access_key: Some("y".into()),
@@ -133,13 +133,13 @@ fn transient_blob_failure_aborts_and_loses_nothing(backend: Backend) {
     assert!(matches!(err, Error::TransientBlob(_)), "{err}");
     assert_eq!(err.class(), "transient");
     assert_eq!(m.cursor().unwrap(), before, "cursor untouched");
-    assert!(before < lake::progress::head(m.lake()).unwrap());
+    assert!(before < dq_lake::progress::head(m.lake()).unwrap());
     assert_eq!(count(m.lake(), "SELECT count(*) FROM lake.signals"), 0);
     // The same delta decodes fully once the store is back.
     let cfg = m.config().clone();
     drop(m);
     let lake = t.open().unwrap();
-    let m = materialize::Materializer::builder(lake)
+    let m = dq_materialize::Materializer::builder(lake)
         .config(cfg)
         .blobs(Some(local))
         .build()
@@ -157,7 +157,7 @@ fn transient_blob_failure_aborts_and_loses_nothing(backend: Backend) {
 /// poison `blob_access_denied` after `blob_access_attempts` attempts while the rest of the span
 /// commits; a 5xx on the same blob stays transient however many spans fail on it.
 fn s3_access_denied_is_poison_after_attempts_and_5xx_stays_transient(backend: Backend) {
-    use testkit::Fault;
+    use dq_testkit::Fault;
 
     let t = TestLake::new(backend);
     let rt = runtime();
@@ -174,12 +174,12 @@ fn s3_access_denied_is_poison_after_attempts_and_5xx_stays_transient(backend: Ba
         ),
     )
     .unwrap();
-    let cfg = materialize::Config {
+    let cfg = dq_materialize::Config {
         blob_access_attempts: 3,
         emf: false,
-        ..materialize::Config::default()
+        ..dq_materialize::Config::default()
     };
-    let m = materialize::Materializer::builder(din_lake(&t))
+    let m = dq_materialize::Materializer::builder(din_lake(&t))
         .config(cfg)
         .blobs(Some(store))
         .window(300, 1 << 20)

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use dq_cloudevent::RawRow;
-use lake::testing::{Backend, TestLake};
-use materialize::{LeaseSession, Outcome};
-use sim::Writer;
+use dq_dinsim::Writer;
+use dq_lake::testing::{Backend, TestLake};
+use dq_materialize::{LeaseSession, Outcome};
 
 use crate::*;
 
@@ -30,11 +30,11 @@ fn window_slower_than_lease_margin_commits() {
     ];
     Writer::new(m.lake(), None).commit(&rows).unwrap();
     // TTL 3 s, margin 2 s: a window taking 2 s leaves at most 1 s at the pre-commit check.
-    let lease = lease::Lease::local(t.path("materializer.lease"))
+    let lease = dq_lease::Lease::local(t.path("materializer.lease"))
         .with_ttl(Duration::from_secs(3))
         .with_check_margin(Duration::from_secs(2));
     let session = rt.block_on(LeaseSession::acquire(lease)).unwrap();
-    proxy.set(testkit::Fault::Delay(Duration::from_millis(2_200)));
+    proxy.set(dq_testkit::Fault::Delay(Duration::from_millis(2_200)));
     let mut caught_up = false;
     for _ in 0..50 {
         let span = rt

@@ -1,9 +1,9 @@
 //! Acceptance 7: after random duplicate, out-of-order and replayed batches, the rollups equal
 //! the full recompute from the deduplicated base; prune keeps them equal.
 
-use lake::testing::{Backend, TestLake};
+use dq_dinsim::Writer;
+use dq_lake::testing::{Backend, TestLake};
 use proptest::prelude::*;
-use sim::Writer;
 
 use crate::*;
 

@@ -1,20 +1,20 @@
-//! `segments` / `dailyActivity` through the DuckDB source (dq-query.md §3): every detector's
+//! `segments` / `dailyActivity` through the DuckDB source: every detector's
 //! worked example read from a real lake (and checked row-for-row against the in-memory
 //! reference source), summaries, gap-fill, pagination, DST days and the statement budget.
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
-use lake::testing::{Backend, TestLake};
-use query::activity::{DailyActivityQuery, LakeSource, SegmentsQuery};
-use query::aggregate::Location;
-use query::segments::memory::MemorySource;
-use query::segments::signals::{FloatAggregation, SignalRequest};
-use query::segments::source::{
+use dq_lake::testing::{Backend, TestLake};
+use dq_query::activity::{DailyActivityQuery, LakeSource, SegmentsQuery};
+use dq_query::aggregate::Location;
+use dq_query::segments::memory::MemorySource;
+use dq_query::segments::signals::{FloatAggregation, SignalRequest};
+use dq_query::segments::source::{
     ENGINE_SPEED_SIGNAL, FUEL_LEVEL_SIGNAL, IGNITION_SIGNAL, ODOMETER_SIGNAL, SOC_SIGNAL,
 };
-use query::segments::{
+use dq_query::segments::{
     DailyActivityRequest, Mechanism, Segment, SegmentConfig, SegmentsRequest, SignalSource,
 };
-use query::{Engine, Error};
+use dq_query::{Engine, Error};
 
 const SUBJECT: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:42";
 const LOC: &str = "currentLocationCoordinates";
@@ -87,7 +87,7 @@ fn lab(rows: &Rows) -> Lab {
 fn lab_on(backend: Backend, rows: &Rows) -> Lab {
     let t = TestLake::new(backend);
     let lake = t.open().unwrap();
-    materialize::schema::ensure(&lake).unwrap();
+    dq_tables::schema::ensure(&lake).unwrap();
     let bucket = dq_cloudevent::subject_bucket(SUBJECT);
     let mut signals = Vec::new();
     for (i, (n, ts, v)) in rows.numbers.iter().enumerate() {
@@ -150,10 +150,10 @@ fn lab_on(backend: Backend, rows: &Rows) -> Lab {
 impl Lab {
     /// Detection through the DuckDB source, asserted equal to the in-memory reference.
     fn detect(&self, req: &SegmentsRequest, now: DateTime<Utc>) -> Vec<Segment> {
-        let lake = query::segments::segments(&LakeSource::new(&self.engine), req, now)
+        let lake = dq_query::segments::segments(&LakeSource::new(&self.engine), req, now)
             .unwrap()
             .segments;
-        let memory = query::segments::segments(&self.memory, req, now)
+        let memory = dq_query::segments::segments(&self.memory, req, now)
             .unwrap()
             .segments;
         assert_eq!(lake, memory, "DuckDB source differs from the reference");
@@ -390,7 +390,7 @@ fn refuel_trough_before_range_and_sdl_default_threshold() {
     ));
     assert!(l.run(Mechanism::Refuel, 0, 60, 600).is_empty());
     let req = SegmentsRequest {
-        config: Some(query::segments::SegmentConfigInput::default().materialize()),
+        config: Some(dq_query::segments::SegmentConfigInput::default().materialize()),
         ..SegmentsRequest::new(SUBJECT, m(0), m(60), Mechanism::Refuel)
     };
     let s = l.detect(&req, m(600));

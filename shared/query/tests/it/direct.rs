@@ -6,13 +6,13 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use lake::testing::{Backend, TestLake};
-use lake::{backend_tests, SharedLake};
-use query::aggregate::{
+use dq_lake::testing::{Backend, TestLake};
+use dq_lake::{backend_tests, SharedLake};
+use dq_query::aggregate::{
     AggregateRequest, Bucket, FloatAgg, FloatRequest, LocationAgg, LocationRequest, StringAgg,
     StringRequest,
 };
-use query::Engine;
+use dq_query::Engine;
 
 backend_tests!(direct_reads_answer_as_the_lake_scan);
 
@@ -217,9 +217,9 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
     // expired and its files removed.
     drop(f);
     let lake = t.open().unwrap();
-    sim::maintain::cycle(
+    dq_dinsim::maintain::cycle(
         &lake,
-        sim::maintain::Retention {
+        dq_dinsim::maintain::Retention {
             keep: Duration::nanoseconds(1),
             staleness: Duration::hours(1),
         },

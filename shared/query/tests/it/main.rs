@@ -6,9 +6,9 @@ mod activity;
 mod direct;
 
 use chrono::{DateTime, Duration, Utc};
-use lake::testing::{Backend, TestLake};
-use query::aggregate::{AggregateRequest, FloatAgg, FloatRequest, StringAgg, StringRequest};
-use query::Engine;
+use dq_lake::testing::{Backend, TestLake};
+use dq_query::aggregate::{AggregateRequest, FloatAgg, FloatRequest, StringAgg, StringRequest};
+use dq_query::Engine;
 use std::collections::BTreeMap;
 
 struct Row {
@@ -23,24 +23,22 @@ struct Row {
 /// Seeds a 3-vehicle fleet of `days` days (every `duplicate_every`-th bundle redelivered) and
 /// materializes it until caught up.
 pub(crate) async fn seed(t: &TestLake, days: u32, duplicate_every: u32) {
-    let lake = t.open().unwrap();
-    lake::raw::ensure(&lake).unwrap();
-    lake::progress::ensure(&lake).unwrap();
-    let m = materialize::Materializer::builder(lake)
+    let lake = dq_dinsim::testing::open_din_lake(t);
+    let m = dq_materialize::Materializer::builder(lake)
         .emf(false)
         .build()
         .unwrap();
-    let writer = sim::Writer::new(m.lake(), None);
-    let opts = sim::SeedOptions {
-        fleet: fleet::FleetConfig {
+    let writer = dq_dinsim::Writer::new(m.lake(), None);
+    let opts = dq_dinsim::SeedOptions {
+        fleet: dq_fleet::FleetConfig {
             vehicles: 3,
             days,
-            ..fleet::FleetConfig::default()
+            ..dq_fleet::FleetConfig::default()
         },
         duplicate_every,
-        ..sim::SeedOptions::default()
+        ..dq_dinsim::SeedOptions::default()
     };
-    sim::seed(&writer, &opts, |_| {}).await.unwrap();
+    dq_dinsim::seed(&writer, &opts, |_| {}).await.unwrap();
     for _ in 0..100 {
         if m.drain(None, None).await.unwrap().caught_up {
             return;
@@ -56,7 +54,7 @@ async fn seeded() -> (TestLake, Engine, Vec<Row>) {
     seed(&t, 1, 3).await;
     let lake = t.open().unwrap();
     let mut best: BTreeMap<(String, String, DateTime<Utc>), (String, Row)> = BTreeMap::new();
-    for r in materialize::testing::stored_signals(&lake) {
+    for r in dq_materialize::testing::stored_signals(&lake) {
         let key = (r.subject.clone(), r.name.clone(), r.timestamp);
         let row = Row {
             subject: r.subject,
@@ -214,7 +212,7 @@ async fn aggregations_and_latest_match_the_stored_rows() {
             }
         }
         assert_eq!(
-            query::latest::last_seen(&rollup),
+            dq_query::latest::last_seen(&rollup),
             mine.iter().map(|r| us(r.ts)).max()
         );
     }
@@ -257,7 +255,7 @@ async fn validation_texts() {
 fn seeded_empty() -> (TestLake, Engine, ()) {
     let t = TestLake::new(Backend::File);
     let lake = t.open().unwrap();
-    materialize::schema::ensure(&lake).unwrap();
+    dq_tables::schema::ensure(&lake).unwrap();
     (t, Engine::new(lake), ())
 }
 
@@ -266,7 +264,7 @@ fn seeded_empty() -> (TestLake, Engine, ()) {
 #[tokio::test]
 async fn a_reopened_lake_serves_the_same_answers() {
     let (t, _, rows) = seeded().await;
-    let shared = std::sync::Arc::new(lake::SharedLake::new(t.open().unwrap()));
+    let shared = std::sync::Arc::new(dq_lake::SharedLake::new(t.open().unwrap()));
     let engine = Engine::on(std::sync::Arc::clone(&shared));
     let subject = rows[0].subject.clone();
     let before = engine.latest_rows(&subject, None, None).unwrap();

@@ -1,10 +1,12 @@
-//! CHANGE_POINT_DETECTION (dq-query.md §3.3.2): CUSUM over the busy windows.
+//! CHANGE_POINT_DETECTION: CUSUM over the busy windows.
 
-use crate::config::{BaseConfig, SegmentConfig};
+use crate::config::BaseConfig;
 use crate::error::{Error, Result};
-use crate::model::{ActiveWindow, Segment, Ts};
+use crate::model::{ActiveWindow, Segment};
 use crate::ranges::{minus_secs, windows_to_segments};
 use crate::source::{SignalSource, WindowSpec};
+
+use super::Detection;
 
 use super::frequency::{MIN_DISTINCT_SIGNALS, WINDOW_SECONDS};
 
@@ -19,14 +21,16 @@ pub const CUSUM_THRESHOLD: f64 = 5.0;
 
 /// Detects change-point segments: the frequency windows with fixed thresholds 10 / 2, CUSUM
 /// `S = max(0, S + count − 1.0 − 0.5)`, windows with `S > 5` merged like FREQUENCY_ANALYSIS.
-pub fn detect<S: SignalSource + ?Sized>(
-    source: &S,
-    subject: &str,
-    from: Ts,
-    to: Ts,
-    config: Option<&SegmentConfig>,
-    now: Ts,
-) -> Result<Vec<Segment>> {
+pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
+    let Detection {
+        source,
+        subject,
+        from,
+        to,
+        config,
+        now,
+        ..
+    } = *d;
     let base = BaseConfig::resolve(config);
     let spec = WindowSpec {
         window_seconds: WINDOW_SECONDS,
@@ -64,15 +68,15 @@ pub(crate) fn cusum(windows: &[ActiveWindow]) -> Vec<ActiveWindow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::{TimeDelta, TimeZone, Utc};
+    use crate::detect::testing::m;
+    use chrono::TimeDelta;
 
     fn windows(counts: &[u64]) -> Vec<ActiveWindow> {
-        let base = Utc.with_ymd_and_hms(2025, 1, 1, 10, 0, 0).unwrap();
         counts
             .iter()
             .enumerate()
             .map(|(i, &c)| {
-                let start = base + TimeDelta::minutes(i as i64);
+                let start = m(i as i64);
                 ActiveWindow {
                     start,
                     end: start + TimeDelta::minutes(1),

@@ -1,10 +1,12 @@
-//! FREQUENCY_ANALYSIS (dq-query.md §3.3.2): busy 60 s windows merged into segments.
+//! FREQUENCY_ANALYSIS: busy 60 s windows merged into segments.
 
-use crate::config::{BaseConfig, SegmentConfig, DEFAULT_SIGNAL_COUNT_THRESHOLD};
+use crate::config::{BaseConfig, DEFAULT_SIGNAL_COUNT_THRESHOLD};
 use crate::error::{Error, Result};
-use crate::model::{Segment, Ts};
+use crate::model::Segment;
 use crate::ranges::{minus_secs, windows_to_segments};
 use crate::source::{SignalSource, WindowSpec};
+
+use super::Detection;
 
 /// Window width of both windowed detectors, seconds.
 pub const WINDOW_SECONDS: i64 = 60;
@@ -14,14 +16,16 @@ pub const MIN_DISTINCT_SIGNALS: u64 = 2;
 /// Detects frequency segments: windows over `[from − maxGap, to)` with
 /// `count ≥ signalCountThreshold ?? 10` and `distinct ≥ 2`, merged within `maxGap`, clipped to
 /// `[from, to]`; the last run may be ongoing (near real time relative to `now`).
-pub fn detect<S: SignalSource + ?Sized>(
-    source: &S,
-    subject: &str,
-    from: Ts,
-    to: Ts,
-    config: Option<&SegmentConfig>,
-    now: Ts,
-) -> Result<Vec<Segment>> {
+pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
+    let Detection {
+        source,
+        subject,
+        from,
+        to,
+        config,
+        now,
+        ..
+    } = *d;
     let base = BaseConfig::resolve(config);
     let threshold = config
         .and_then(|c| c.signal_count_threshold)

@@ -1,24 +1,28 @@
-//! IDLING (dq-query.md §3.3.3): runs of idle engine speed.
+//! IDLING: runs of idle engine speed.
 //!
 //! Detection is rpm-only; the caller drops segments whose `speed` MAX summary is > 0 afterwards
 //! ([`crate::SegmentList::finish`]).
 
-use crate::config::{BaseConfig, SegmentConfig, DEFAULT_MAX_IDLE_RPM};
+use crate::config::{BaseConfig, DEFAULT_MAX_IDLE_RPM};
 use crate::error::{Error, Result};
-use crate::model::{Segment, Ts};
+use crate::model::Segment;
 use crate::ranges::{clip, minus_secs, to_segments};
 use crate::source::{SignalSource, ENGINE_SPEED_SIGNAL};
+
+use super::Detection;
 
 /// Detects idle segments: raw runs of `0 < rpm ≤ maxIdleRpm ?? 1000` over `[from − maxGap, to)`
 /// (split by a non-idle reading or a gap `> maxGap`), each clipped to `[from, to]` with the
 /// minDuration rule; `startedBeforeRange = start ≤ from`. `signalCountThreshold` is unused.
-pub fn detect<S: SignalSource + ?Sized>(
-    source: &S,
-    subject: &str,
-    from: Ts,
-    to: Ts,
-    config: Option<&SegmentConfig>,
-) -> Result<Vec<Segment>> {
+pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
+    let Detection {
+        source,
+        subject,
+        from,
+        to,
+        config,
+        ..
+    } = *d;
     let base = BaseConfig::resolve(config);
     let max_idle_rpm = config
         .and_then(|c| c.max_idle_rpm)
@@ -44,13 +48,10 @@ pub fn detect<S: SignalSource + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::SegmentConfig;
+    use crate::detect::testing::{m, over};
     use crate::memory::MemorySource;
     use crate::model::LevelSample;
-    use chrono::{TimeDelta, TimeZone, Utc};
-
-    fn m(i: i64) -> Ts {
-        Utc.with_ymd_and_hms(2025, 1, 1, 10, 0, 0).unwrap() + TimeDelta::minutes(i)
-    }
 
     fn run(
         samples: &[(i64, f64)],
@@ -63,7 +64,7 @@ mod tests {
             ENGINE_SPEED_SIGNAL,
             samples.iter().map(|&(i, v)| LevelSample::new(m(i), v)),
         );
-        detect(&src, "s", m(from), m(to), config).unwrap()
+        detect(&over(&src, from, to, config)).unwrap()
     }
 
     #[test]

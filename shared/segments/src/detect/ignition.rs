@@ -1,24 +1,28 @@
-//! IGNITION_DETECTION (dq-query.md §3.3.1): debounced `isIgnitionOn` ON/OFF pairs.
+//! IGNITION_DETECTION: debounced `isIgnitionOn` ON/OFF pairs.
 
 use chrono::TimeDelta;
 
-use crate::config::{BaseConfig, SegmentConfig};
+use crate::config::BaseConfig;
 use crate::error::{Error, Result};
 use crate::model::{Segment, StateChange, Ts};
 use crate::source::SignalSource;
+
+use super::Detection;
 use crate::time::secs_between;
 
 /// Detects ignition segments. `minIdle = maxGapSeconds ?? 300`, `minDuration =
 /// minSegmentDurationSeconds ?? 240`. Starts are NOT clipped to `from` (a segment may begin
 /// before the range and its duration counts from its true start); `startedBeforeRange =
 /// start < from` (strict); an open segment at the end is ongoing with duration `to − start`.
-pub fn detect<S: SignalSource + ?Sized>(
-    source: &S,
-    subject: &str,
-    from: Ts,
-    to: Ts,
-    config: Option<&SegmentConfig>,
-) -> Result<Vec<Segment>> {
+pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
+    let Detection {
+        source,
+        subject,
+        from,
+        to,
+        config,
+        ..
+    } = *d;
     let base = BaseConfig::resolve(config);
     let mut changes = source
         .ignition_state_changes(subject, from, to)
@@ -102,11 +106,8 @@ pub(crate) fn build_segments(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::{TimeZone, Utc};
+    use crate::detect::testing::m;
 
-    fn m(i: i64) -> Ts {
-        Utc.with_ymd_and_hms(2025, 1, 1, 10, 0, 0).unwrap() + TimeDelta::minutes(i)
-    }
     fn on(i: i64) -> StateChange {
         StateChange {
             ts: m(i),

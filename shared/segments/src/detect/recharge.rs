@@ -1,12 +1,13 @@
-//! RECHARGE (dq-query.md §3.3.5): state-of-charge rises while the vehicle stands still.
+//! RECHARGE: state-of-charge rises while the vehicle stands still.
 
 use chrono::TimeDelta;
 
-use crate::config::SegmentConfig;
 use crate::error::{Error, Result};
-use crate::model::{LevelSample, Segment, TimeRange, Ts};
+use crate::model::{LevelSample, Segment, TimeRange};
 use crate::ranges::{first_last_in, merge, to_segments};
 use crate::source::{SignalSource, ODOMETER_SIGNAL, SOC_SIGNAL};
+
+use super::Detection;
 use crate::time::secs_between;
 
 /// Detector default minimum duration, seconds (shorter than the other detectors' 240).
@@ -27,13 +28,15 @@ pub const SESSION_GAP_MAX: TimeDelta = TimeDelta::hours(2);
 /// samples. Smoothed trough → peak rises are kept if raw SoC rose inside them and the odometer
 /// (when it has samples inside) moved ≤ 0.5 km; consecutive sessions ≤ 2 h apart merge when the
 /// odometer between them moved ≤ 0.5 km. No clipping; `startedBeforeRange = start ≤ from`.
-pub fn detect<S: SignalSource + ?Sized>(
-    source: &S,
-    subject: &str,
-    from: Ts,
-    to: Ts,
-    config: Option<&SegmentConfig>,
-) -> Result<Vec<Segment>> {
+pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
+    let Detection {
+        source,
+        subject,
+        from,
+        to,
+        config,
+        ..
+    } = *d;
     let min_duration = config
         .and_then(|c| c.min_segment_duration_seconds)
         .map_or(DEFAULT_MIN_DURATION_SECONDS, i64::from);
@@ -146,17 +149,21 @@ pub(crate) fn trough_to_peak_ranges(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detect::testing::{m, over, s};
     use crate::memory::MemorySource;
-    use chrono::{TimeZone, Utc};
 
-    fn m(i: i64) -> Ts {
-        Utc.with_ymd_and_hms(2025, 1, 1, 10, 0, 0).unwrap() + TimeDelta::minutes(i)
-    }
-    fn s(points: &[(i64, f64)]) -> Vec<LevelSample> {
-        points
-            .iter()
-            .map(|&(i, v)| LevelSample::new(m(i), v))
-            .collect()
+    /// SoC rising 3 points a minute for 20 minutes, the odometer at `odometer(minute)`.
+    fn rising_soc(odometer: impl Fn(i64) -> f64) -> MemorySource {
+        let mut src = MemorySource::new();
+        src.push_samples(
+            SOC_SIGNAL,
+            (0..=20).map(|i| LevelSample::new(m(i), 20.0 + 3.0 * i as f64)),
+        );
+        src.push_samples(
+            ODOMETER_SIGNAL,
+            (0..=20).map(|i| LevelSample::new(m(i), odometer(i))),
+        );
+        src
     }
 
     #[test]
@@ -199,16 +206,8 @@ mod tests {
 
     #[test]
     fn golden_soc_rise_with_stationary_odometer_is_600s() {
-        let mut src = MemorySource::new();
-        src.push_samples(
-            SOC_SIGNAL,
-            (0..=20).map(|i| LevelSample::new(m(i), 20.0 + 3.0 * i as f64)),
-        );
-        src.push_samples(
-            ODOMETER_SIGNAL,
-            (0..=20).map(|i| LevelSample::new(m(i), 1000.0)),
-        );
-        let segs = detect(&src, "s", m(0), m(21), None).unwrap();
+        let src = rising_soc(|_| 1000.0);
+        let segs = detect(&over(&src, 0, 21, None)).unwrap();
         assert_eq!(segs.len(), 1);
         assert_eq!((segs[0].start, segs[0].end), (m(5), Some(m(15))));
         assert_eq!(segs[0].duration_seconds, 600);
@@ -217,16 +216,8 @@ mod tests {
 
     #[test]
     fn moving_odometer_rejects_the_rise() {
-        let mut src = MemorySource::new();
-        src.push_samples(
-            SOC_SIGNAL,
-            (0..=20).map(|i| LevelSample::new(m(i), 20.0 + 3.0 * i as f64)),
-        );
-        src.push_samples(
-            ODOMETER_SIGNAL,
-            (0..=20).map(|i| LevelSample::new(m(i), 1000.0 + i as f64)),
-        );
-        assert!(detect(&src, "s", m(0), m(21), None).unwrap().is_empty());
+        let src = rising_soc(|i| 1000.0 + i as f64);
+        assert!(detect(&over(&src, 0, 21, None)).unwrap().is_empty());
     }
 
     #[test]
@@ -236,6 +227,6 @@ mod tests {
             SOC_SIGNAL,
             (0..12).map(|i| LevelSample::new(m(i), 20.0 + 3.0 * i as f64)),
         );
-        assert!(detect(&src, "s", m(0), m(21), None).unwrap().is_empty());
+        assert!(detect(&over(&src, 0, 21, None)).unwrap().is_empty());
     }
 }

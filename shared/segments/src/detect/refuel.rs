@@ -1,12 +1,14 @@
-//! REFUEL (dq-query.md §3.3.4): large fuel-level rises, reported trough → peak.
+//! REFUEL: large fuel-level rises, reported trough → peak.
 
 use chrono::TimeDelta;
 
-use crate::config::{BaseConfig, SegmentConfig};
+use crate::config::BaseConfig;
 use crate::error::{Error, Result};
 use crate::model::{LevelSample, Segment, TimeRange, Ts};
 use crate::ranges::{merge, sample_at_or_before, to_segments};
 use crate::source::{SignalSource, FUEL_LEVEL_SIGNAL};
+
+use super::Detection;
 use crate::time::{add, ceil_minute, secs_between};
 
 /// Length of the rise scan window.
@@ -27,13 +29,15 @@ pub const PEAK_STABILIZATION_DROP: f64 = 1.0;
 /// than `minIncreasePercent (> 0) ?? 30` % (relative) yields trough → peak, accepted if the peak
 /// follows the trough and rises ≥ 20 points, clamped to `[from, to]`, kept if ≥ minDuration.
 /// Candidates are merged (gap 0) and clipped.
-pub fn detect<S: SignalSource + ?Sized>(
-    source: &S,
-    subject: &str,
-    from: Ts,
-    to: Ts,
-    config: Option<&SegmentConfig>,
-) -> Result<Vec<Segment>> {
+pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
+    let Detection {
+        source,
+        subject,
+        from,
+        to,
+        config,
+        ..
+    } = *d;
     let base = BaseConfig::resolve(config);
     let min_rise = config
         .and_then(|c| c.min_increase_percent)
@@ -155,31 +159,24 @@ pub(crate) fn trough_and_peak(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::{TimeZone, Utc};
+    use crate::detect::testing::{m, s};
 
-    fn m(i: i64) -> Ts {
-        Utc.with_ymd_and_hms(2025, 1, 1, 10, 0, 0).unwrap() + TimeDelta::minutes(i)
-    }
-    fn s(points: &[(i64, f64)]) -> Vec<LevelSample> {
-        points
-            .iter()
-            .map(|&(i, v)| LevelSample::new(m(i), v))
-            .collect()
-    }
+    /// A rise from 20 (minute 3) to 80 (minute 6), then flat.
+    const BASIC_RISE: [(i64, f64); 9] = [
+        (0, 50.0),
+        (1, 40.0),
+        (2, 25.0),
+        (3, 20.0),
+        (4, 60.0),
+        (5, 75.0),
+        (6, 80.0),
+        (7, 80.0),
+        (60, 80.0),
+    ];
 
     #[test]
     fn trough_min3_peak_min7_abs_rise_60() {
-        let samples = s(&[
-            (0, 50.0),
-            (1, 40.0),
-            (2, 25.0),
-            (3, 20.0),
-            (4, 60.0),
-            (5, 75.0),
-            (6, 80.0),
-            (7, 80.0),
-            (60, 80.0),
-        ]);
+        let samples = s(&BASIC_RISE);
         let (t, p, rise) = trough_and_peak(&samples, m(3), m(7)).unwrap();
         assert_eq!((t, p, rise), (m(3), m(7), 60.0));
     }
@@ -225,17 +222,7 @@ mod tests {
 
     #[test]
     fn golden_basic_rise_is_one_420s_segment() {
-        let samples = s(&[
-            (0, 50.0),
-            (1, 40.0),
-            (2, 25.0),
-            (3, 20.0),
-            (4, 60.0),
-            (5, 75.0),
-            (6, 80.0),
-            (7, 80.0),
-            (60, 80.0),
-        ]);
+        let samples = s(&BASIC_RISE);
         let raw = scan(&samples, m(0), m(60), 30.0, 240);
         let merged = merge(raw, TimeDelta::zero(), 240, Some(m(0)), Some(m(60)), None);
         let segs = to_segments(&merged, m(0));

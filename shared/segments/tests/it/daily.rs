@@ -1,8 +1,8 @@
 use chrono::{TimeZone, Utc};
-use segments::memory::MemorySource;
-use segments::model::LevelSample;
-use segments::source::IGNITION_SIGNAL;
-use segments::{daily_activity, plan_daily_activity, segments, DailyActivityRequest, Mechanism};
+use dq_segments::memory::MemorySource;
+use dq_segments::model::LevelSample;
+use dq_segments::source::IGNITION_SIGNAL;
+use dq_segments::{daily_activity, plan_daily_activity, segments, DailyActivityRequest, Mechanism};
 
 fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()

@@ -1,10 +1,10 @@
 use chrono::TimeDelta;
-use segments::memory::MemorySource;
-use segments::model::LevelSample;
-use segments::source::{
+use dq_segments::memory::MemorySource;
+use dq_segments::model::LevelSample;
+use dq_segments::source::{
     ENGINE_SPEED_SIGNAL, FUEL_LEVEL_SIGNAL, IGNITION_SIGNAL, ODOMETER_SIGNAL, SOC_SIGNAL,
 };
-use segments::{segments, Mechanism, SegmentConfig, SegmentConfigInput, SegmentsRequest};
+use dq_segments::{segments, Mechanism, SegmentConfig, SegmentConfigInput, SegmentsRequest};
 
 use crate::m;
 
@@ -14,7 +14,7 @@ fn run(
     from: i64,
     to: i64,
     now: i64,
-) -> Vec<segments::Segment> {
+) -> Vec<dq_segments::Segment> {
     let req = SegmentsRequest::new("did:test", m(from), m(to), mechanism);
     segments(src, &req, m(now)).unwrap().segments
 }
@@ -337,7 +337,7 @@ fn recharge_default_min_duration_is_60s_but_sdl_config_makes_it_240s() {
 #[test]
 fn every_mechanism_returns_sorted_strictly_increasing_starts() {
     let src = busy((0..10).chain(30..45), 12);
-    for mech in segments::Mechanism::ALL {
+    for mech in dq_segments::Mechanism::ALL {
         let s = run(&src, mech, 0, 60, 10_000);
         assert!(s.windows(2).all(|w| w[0].start < w[1].start), "{mech}");
     }

@@ -1,5 +1,5 @@
-use segments::model::{ActiveWindow, LevelSample, StateChange, Ts};
-use segments::{segments, Error, Mechanism, SegmentsRequest, SignalSource, WindowSpec};
+use dq_segments::model::{ActiveWindow, LevelSample, StateChange, Ts};
+use dq_segments::{segments, Error, Mechanism, SegmentsRequest, SignalSource, WindowSpec};
 
 use crate::m;
 
@@ -47,5 +47,8 @@ fn validation_runs_before_any_read() {
         ..SegmentsRequest::new("did", m(0), m(60), Mechanism::Refuel)
     };
     let err = segments(&BrokenSource, &req, m(1000)).unwrap_err();
-    assert_eq!(err.as_validation(), Some(&segments::ValidationError::Limit));
+    assert_eq!(
+        err.as_validation(),
+        Some(&dq_segments::ValidationError::Limit)
+    );
 }

@@ -1,8 +1,8 @@
 //! Integration tests of `dq-segments`: whole requests through the pipeline over
-//! [`segments::memory::MemorySource`] loaded with raw signal rows.
+//! [`dq_segments::memory::MemorySource`] loaded with raw signal rows.
 //!
 //! Where tests go: `detectors.rs` — one section per mechanism (worked examples of
-//! dq-query.md §3.3, ongoing and started-before-range cases); `pagination.rs` — cursor/limit
+//! each detector, ongoing and started-before-range cases); `pagination.rs` — cursor/limit
 //! properties; `daily.rs` — dailyActivity day bucketing; `errors.rs` — source failures; `robustness.rs` — no panics on hostile input.
 
 mod daily;

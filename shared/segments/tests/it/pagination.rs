@@ -1,11 +1,11 @@
 //! Pages fetched with `after = last start of the previous page` never repeat or skip.
 
 use chrono::TimeDelta;
+use dq_segments::memory::MemorySource;
+use dq_segments::model::LevelSample;
+use dq_segments::source::IGNITION_SIGNAL;
+use dq_segments::{segments, Mechanism, Segment, SegmentsRequest};
 use proptest::prelude::*;
-use segments::memory::MemorySource;
-use segments::model::LevelSample;
-use segments::source::IGNITION_SIGNAL;
-use segments::{segments, Mechanism, Segment, SegmentsRequest};
 
 use crate::m;
 

@@ -1,14 +1,14 @@
 //! No input makes a detector panic: unvalidated configs, NaN/∞ values, extreme times.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use proptest::prelude::*;
-use segments::detect::detect;
-use segments::memory::MemorySource;
-use segments::model::LevelSample;
-use segments::source::{
+use dq_segments::detect::detect;
+use dq_segments::memory::MemorySource;
+use dq_segments::model::LevelSample;
+use dq_segments::source::{
     ENGINE_SPEED_SIGNAL, FUEL_LEVEL_SIGNAL, IGNITION_SIGNAL, ODOMETER_SIGNAL, SOC_SIGNAL,
 };
-use segments::{Mechanism, SegmentConfig};
+use dq_segments::{Mechanism, SegmentConfig};
+use proptest::prelude::*;
 
 use crate::m;
 

@@ -17,10 +17,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> testkit::Result<()> {
-    let postgres = testkit::Postgres::start()?;
+fn run() -> dq_testkit::Result<()> {
+    let postgres = dq_testkit::Postgres::start()?;
     let dsn = postgres.create_database("lake")?;
-    let moto = testkit::Moto::start()?;
+    let moto = dq_testkit::Moto::start()?;
     moto.create_bucket("lake")?;
     println!(
         "{{\"catalog_dsn\": \"{}\", \"s3_endpoint\": \"{}\", \"access_key\": \"{}\", \"secret_key\": \"{}\", \"region\": \"{}\"}}",

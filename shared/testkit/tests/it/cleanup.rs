@@ -85,8 +85,8 @@ fn child_holds_shared_services() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
-    let pg = testkit::shared_postgres();
-    let moto = testkit::shared_moto();
+    let pg = dq_testkit::shared_postgres();
+    let moto = dq_testkit::shared_moto();
     let pg_dir = pg.data_dir().parent().expect("cluster dir").to_path_buf();
     let moto_dir = moto.log_path().parent().expect("moto dir").to_path_buf();
     let postmaster = postmaster_pid(&pg.data_dir()).expect("postmaster pid");

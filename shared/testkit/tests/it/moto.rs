@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use testkit::{shared_moto, unique_name, Moto};
+use dq_testkit::{shared_moto, unique_name, Moto};
 
 use crate::support::{eventually, process_is_gone};
 
@@ -96,12 +96,12 @@ fn reset_wipes_state_and_drop_kills_the_server() {
     drop(moto);
     assert!(!dir.exists(), "drop removes the instance directory");
     assert!(eventually(Duration::from_secs(5), || process_is_gone(pid)));
-    assert!(testkit::http::request("GET", &endpoint, &[], b"").is_err());
+    assert!(dq_testkit::http::request("GET", &endpoint, &[], b"").is_err());
 }
 
 #[test]
 fn missing_venv_error_says_to_run_make_venv() {
-    let error = testkit::Error::MotoMissing {
+    let error = dq_testkit::Error::MotoMissing {
         path: "/nowhere/bin/moto_server".into(),
     };
     assert!(error.to_string().contains("make venv"), "{error}");

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use testkit::{shared_postgres, unique_name, Postgres};
+use dq_testkit::{shared_postgres, unique_name, Postgres};
 
 use crate::support::{own_uid, postmaster_pid, process_is_gone, process_uid, psql, psql_ok};
 
@@ -12,8 +12,8 @@ fn server_runs_as_unprivileged_user_when_tests_run_as_root() {
     let pid = postmaster_pid(&pg.data_dir()).expect("postmaster.pid of a running cluster");
     let server_uid = process_uid(pid).expect("uid of the postmaster");
     if own_uid() == 0 {
-        let user =
-            std::env::var(testkit::PG_USER_ENV).unwrap_or_else(|_| testkit::DEFAULT_PG_USER.into());
+        let user = std::env::var(dq_testkit::PG_USER_ENV)
+            .unwrap_or_else(|_| dq_testkit::DEFAULT_PG_USER.into());
         let output = Command::new("id")
             .args(["-u", &user])
             .output()
@@ -163,7 +163,7 @@ fn restart_keeps_port_and_data_and_drop_removes_everything() {
 
 #[test]
 fn missing_binaries_error_says_how_to_install_them() {
-    let error = testkit::Error::PgBinMissing {
+    let error = dq_testkit::Error::PgBinMissing {
         dir: "/nowhere".into(),
         binary: "initdb",
     };

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use testkit::Postgres;
+use dq_testkit::Postgres;
 
 /// Runs one SQL statement with `psql` over TCP using `dsn` (keyword or URL form) and never
 /// prompts for a password.

@@ -1,5 +1,5 @@
 //! Ruptela (and Kaufmann, the same protocol under another source): status `r/v0/s`, location
-//! `r/v0/loc`, DTC `r/v0/dtc` and the behaviour/engine-block events (decoding.md §7.3).
+//! `r/v0/loc`, DTC `r/v0/dtc` and the behaviour/engine-block events.
 //!
 //! Status values are hex strings keyed by OID under `signals`; each catalog signal tries its
 //! sources in priority order and the first success wins. All lookups are gjson-style (first
@@ -97,7 +97,7 @@ enum Source {
 use Rule::*;
 use Source::{Altitude, DtcCodes, Heading, Oid as S, PosSpeed};
 
-/// The V1 status map (decoding.md §7.3.2): signal → sources in priority order.
+/// The V1 status map: signal → sources in priority order.
 #[rustfmt::skip]
 static STATUS_SIGNALS: &[(&str, &[Source])] = &[
     (n::BODY_LIGHTS_IS_AIRBAG_WARNING_ON, &[S(347, CanStatus)]),
@@ -186,7 +186,7 @@ static STATUS_SIGNALS: &[(&str, &[Source])] = &[
     (n::SPEED, &[S(95, IgnoreZeroIfIgnitionOff), PosSpeed, S(210, IgnoreZeroIfIgnitionOff)]),
 ];
 
-/// Decodes a `dimo.status` row by `dataversion` (decoding.md §7.3.1).
+/// Decodes a `dimo.status` row by `dataversion`.
 pub fn convert_signals(event: &RawEvent) -> Decoded<Signal> {
     let h = &event.header;
     if h.event_type != types::STATUS || h.data_version == DS_DEVICE || h.data_version == DS_BATTERY
@@ -570,7 +570,7 @@ fn dtc_codes(value: &Value<'_>) -> Result<String, Failure> {
     Ok(out)
 }
 
-/// `posToLocation` (decoding.md §7.3.3): `Ok(None)` is not-found. The returned signal's
+/// `posToLocation`: `Ok(None)` is not-found. The returned signal's
 /// timestamp is a placeholder the caller replaces.
 fn pos_to_location(pos: &Value<'_>, path: &str) -> Result<Option<Signal>, DecodeError> {
     let lat = pos.get("lat").filter(|v| !v.is_null());
@@ -610,7 +610,7 @@ fn pos_to_location(pos: &Value<'_>, path: &str) -> Result<Option<Signal>, Decode
     )))
 }
 
-/// `r/v0/loc` (decoding.md §7.3.4). Unlike status, not-found values are reported as errors.
+/// `r/v0/loc`. Unlike status, not-found values are reported as errors.
 fn location(event: &RawEvent) -> Decoded<Signal> {
     if let Err(e) = event.header.subject.parse::<Erc721Did>() {
         return Decoded::failed(DecodeError::invalid(
@@ -740,7 +740,7 @@ fn did_reason(e: &dq_cloudevent::did::DidError) -> &'static str {
     }
 }
 
-/// `r/v0/dtc` (decoding.md §7.3.5). Reproduces the upstream quirk: an absent or empty code
+/// `r/v0/dtc`. Reproduces the upstream quirk: an absent or empty code
 /// list still yields an `obdDTCList` signal with value `""`, alongside the error.
 fn dtc(event: &RawEvent) -> Decoded<Signal> {
     if let Err(e) = event.header.subject.parse::<Erc721Did>() {
@@ -775,7 +775,7 @@ fn dtc(event: &RawEvent) -> Decoded<Signal> {
     }
 }
 
-/// Decodes `dimo.events` rows (decoding.md §7.3.6): harsh braking/acceleration/cornering
+/// Decodes `dimo.events` rows: harsh braking/acceleration/cornering
 /// counters and, for `r/v0/cmd`, engine block/unblock.
 pub fn convert_events(event: &RawEvent) -> Decoded<Event> {
     let root = match payload(event) {

@@ -1,4 +1,4 @@
-//! Ruptela OID conversion table (decoding.md §7.3.2, generated upstream from
+//! Ruptela OID conversion table of V1 status (generated upstream from
 //! `schema/oids.csv` into `multiplier_offset.go`).
 
 /// How one OID's hex string becomes a number.
@@ -58,7 +58,7 @@ impl Oid {
         if self.min.is_some_and(|m| raw < m) || self.max.is_some_and(|m| raw > m) {
             return Err(OidFailure::NotFound);
         }
-        // Unfused multiply then add, like Go on amd64 (decoding.md §10).
+        // Unfused multiply then add, like Go on amd64.
         Ok(raw as f64 * self.mult + self.offset)
     }
 }

@@ -1,4 +1,4 @@
-//! Fleet API `vehicle_data` JSON (decoding.md §7.4.1): gjson paths, each signal stamped with its
+//! Fleet API `vehicle_data` JSON: gjson paths, each signal stamped with its
 //! endpoint's `<endpoint>.timestamp` (Unix ms).
 
 use super::MILES_TO_KM;

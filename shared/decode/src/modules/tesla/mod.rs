@@ -1,4 +1,4 @@
-//! Tesla: Fleet API `vehicle_data` JSON and Fleet Telemetry protobuf (decoding.md §7.4).
+//! Tesla: Fleet API `vehicle_data` JSON and Fleet Telemetry protobuf.
 //! `dataversion == fleet_telemetry/v1.0.0` selects telemetry; anything else is the Fleet API.
 
 mod api;

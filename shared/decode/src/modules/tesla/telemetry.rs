@@ -1,4 +1,4 @@
-//! Fleet Telemetry (decoding.md §7.4.2): `{"payloads":["<base64 protobuf Payload>", ...]}`.
+//! Fleet Telemetry: `{"payloads":["<base64 protobuf Payload>", ...]}`.
 //! Every datum takes the payload's `created_at`; unmapped fields are ignored.
 
 use super::proto::{field, value::Kind, Payload};

@@ -1,0 +1,59 @@
+//! A small pool of DuckDB connections to one [`Lake`], used from async code: each read runs on
+//! the blocking pool, and a read whose caller gave up (deadline, cancelled RPC) is interrupted
+//! rather than left running. A read that finds the DuckDB instance invalidated fails and has the
+//! lake reopened for the next one ([`SharedLake`]).
+
+use crate::error::{FetchError, Result};
+use crate::search::Reader;
+use dq_lake::{Lake, Pool, SharedLake};
+use std::sync::Arc;
+
+/// Connections kept idle for reuse.
+const MAX_IDLE: usize = 8;
+
+/// Shared read access to the lake.
+pub struct Db {
+    pool: Pool,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").finish_non_exhaustive()
+    }
+}
+
+impl Db {
+    /// Wraps an open lake.
+    pub fn new(lake: Lake) -> Db {
+        Db::on(Arc::new(SharedLake::new(lake)))
+    }
+
+    /// Reads through a lake shared with other readers (the GraphQL engine).
+    pub fn on(lake: Arc<SharedLake>) -> Db {
+        Db {
+            pool: Pool::new(lake, MAX_IDLE),
+        }
+    }
+
+    /// Runs `f` with a [`Reader`] on a pooled connection, off the async runtime; its statements
+    /// are interrupted if the returned future is dropped first ([`dq_lake::interruptible`]).
+    ///
+    /// # Errors
+    /// What `f` returns; [`FetchError::Internal`] if the worker panicked.
+    pub async fn read<T, F>(self: &Arc<Self>, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Reader<'_>) -> Result<T> + Send + 'static,
+    {
+        let db = Arc::clone(self);
+        dq_lake::interruptible(move || {
+            let pooled = db.pool.checkout()?;
+            let out = f(&Reader::new(pooled.conn(), db.pool.redactor()));
+            let error = out.as_ref().err().map(ToString::to_string);
+            db.pool.give_back(pooled, error.as_deref());
+            out
+        })
+        .await
+        .map_err(|e| FetchError::Internal(format!("lake read task failed: {e}")))?
+    }
+}

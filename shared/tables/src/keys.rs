@@ -1,0 +1,80 @@
+//! The dedup and write keys, defined once. The write path, the rollups,
+//! the audit and (later) the read side all build their SQL from these, so they cannot drift.
+//!
+//! | key | columns | tie-break |
+//! |---|---|---|
+//! | R0 raw | `CloudEventHeader::key()` = subject!time(s)!type!source!id | first wins |
+//! | [`SIGNAL_WRITE_KEY`] W1 | subject_bucket, cloud_event_id, name, timestamp | existing row wins |
+//! | [`EVENT_WRITE_KEY`] W1 | subject_bucket, cloud_event_id, name, timestamp | existing row wins |
+//! | [`SIGNAL_READ_KEY`] R1 | subject, name, timestamp | lowest cloud_event_id |
+//! | [`EVENT_READ_KEY`] R2 | subject, timestamp, name, source | lowest cloud_event_id |
+//! | [`FEED_KEYSET`] | subject, time, id, rowid | — (rowid makes it total: rows sharing (subject, time, id) are never skipped) |
+
+/// W1 for `lake.signals`: an idempotent insert skips a row whose key is already at rest.
+pub const SIGNAL_WRITE_KEY: [&str; 4] =
+    ["subject_bucket", "cloud_event_id", "name", "\"timestamp\""];
+/// W1 for `lake.events`.
+pub const EVENT_WRITE_KEY: [&str; 4] =
+    ["subject_bucket", "cloud_event_id", "name", "\"timestamp\""];
+/// R1: the signal read dedup; the lowest `cloud_event_id` wins.
+pub const SIGNAL_READ_KEY: [&str; 3] = ["subject", "name", "\"timestamp\""];
+/// R2: the event read dedup; the lowest `cloud_event_id` wins.
+pub const EVENT_READ_KEY: [&str; 4] = ["subject", "\"timestamp\"", "name", "source"];
+/// The tie-break column of both read keys.
+pub const READ_TIEBREAK: &str = "cloud_event_id";
+/// The change-feed keyset, in `ORDER BY` order (`rowid` is unique per table).
+pub const FEED_KEYSET: [&str; 4] = ["subject", "\"time\"", "id", "rowid"];
+
+/// `QUALIFY` clause keeping one row per read key (R1 or R2): the read-side dedup.
+pub fn read_dedup_qualify(key: &[&str]) -> String {
+    format!(
+        "QUALIFY row_number() OVER (PARTITION BY {} ORDER BY {READ_TIEBREAK}) = 1",
+        key.join(", ")
+    )
+}
+
+/// The signals read by every reader: R1-deduplicated `lake.signals` restricted by `filter`
+/// (a predicate on the base table, kept at the same level as the QUALIFY so pruning survives).
+pub fn signals_deduped(filter: &str) -> String {
+    signals_deduped_from("lake.signals", filter)
+}
+
+/// [`signals_deduped`] over another table with the signals columns (e.g. a window's new rows).
+pub fn signals_deduped_from(table: &str, filter: &str) -> String {
+    format!(
+        "SELECT * FROM {table} WHERE {filter} {}",
+        read_dedup_qualify(&SIGNAL_READ_KEY)
+    )
+}
+
+/// The events read by every reader: R2-deduplicated `lake.events` restricted by `filter`.
+pub fn events_deduped(filter: &str) -> String {
+    format!(
+        "SELECT * FROM lake.events WHERE {filter} {}",
+        read_dedup_qualify(&EVENT_READ_KEY)
+    )
+}
+
+/// `t.a = s.a AND …` over a key, for anti-joins between a target `t` and a source `s`.
+pub fn key_equal(key: &[&str], left: &str, right: &str) -> String {
+    key.iter()
+        .map(|c| format!("{left}.{c} = {right}.{c}"))
+        .collect::<Vec<_>>()
+        .join(" AND ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_predicates() {
+        assert_eq!(
+            key_equal(&SIGNAL_WRITE_KEY[..2], "t", "s"),
+            "t.subject_bucket = s.subject_bucket AND t.cloud_event_id = s.cloud_event_id"
+        );
+        assert!(signals_deduped("true").ends_with(
+            "QUALIFY row_number() OVER (PARTITION BY subject, name, \"timestamp\" ORDER BY cloud_event_id) = 1"
+        ));
+    }
+}

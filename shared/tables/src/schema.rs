@@ -1,0 +1,285 @@
+//! dq's own catalog objects (decoded tables, rollups, the cursor) and their one-time setup.
+//!
+//! Layout (`SET PARTITIONED/SORTED BY`) is applied only to a table that lacks it: every such
+//! ALTER bumps the catalog's schema version and renames inlined-data tables under din's
+//! maintainer, so a reboot must mint no snapshot. Rollups use plain DDL, never a zero-row
+//! CTAS.
+
+use dq_lake::{progress, retry, Lake};
+
+/// The `lake.ingest_progress` partition holding the raw_events snapshot cursor.
+pub const CURSOR_PARTITION: &str = "lake.raw_events#snapshot";
+
+/// The `lake.ingest_progress` column holding the fencing token of the last writer of a window.
+/// Every window compare-and-swaps it (see `write::ProgressCas`), so two concurrent writers'
+/// windows always update the same row and DuckLake aborts the later one at commit.
+pub const FENCE_COLUMN: &str = "fence";
+
+const TSTZ: &str = "TIMESTAMP WITH TIME ZONE";
+
+/// `lake.signals` columns in table order (the Arrow batches are built in this order).
+pub const SIGNAL_COLUMNS: [(&str, &str); 13] = [
+    ("subject", "VARCHAR"),
+    ("subject_bucket", "INTEGER"),
+    ("name", "VARCHAR"),
+    ("timestamp", TSTZ),
+    ("source", "VARCHAR"),
+    ("producer", "VARCHAR"),
+    ("cloud_event_id", "VARCHAR"),
+    ("value_number", "DOUBLE"),
+    ("value_string", "VARCHAR"),
+    ("loc_lat", "DOUBLE"),
+    ("loc_lon", "DOUBLE"),
+    ("loc_hdop", "DOUBLE"),
+    ("loc_heading", "DOUBLE"),
+];
+
+/// `lake.events` columns in table order.
+pub const EVENT_COLUMNS: [(&str, &str); 12] = [
+    ("subject", "VARCHAR"),
+    ("subject_bucket", "INTEGER"),
+    ("source", "VARCHAR"),
+    ("producer", "VARCHAR"),
+    ("cloud_event_id", "VARCHAR"),
+    ("type", "VARCHAR"),
+    ("data_version", "VARCHAR"),
+    ("name", "VARCHAR"),
+    ("timestamp", TSTZ),
+    ("duration_ns", "UBIGINT"),
+    ("metadata", "VARCHAR"),
+    ("tags", "VARCHAR[]"),
+];
+
+/// `lake.signals_latest` columns (latest value and summary per subject and name), also the named
+/// INSERT column list.
+pub const SIGNALS_LATEST_COLUMNS: [(&str, &str); 14] = [
+    ("subject", "VARCHAR"),
+    ("subject_bucket", "INTEGER"),
+    ("name", "VARCHAR"),
+    ("timestamp", TSTZ),
+    ("value_number", "DOUBLE"),
+    ("value_string", "VARCHAR"),
+    ("loc_lat", "DOUBLE"),
+    ("loc_lon", "DOUBLE"),
+    ("loc_hdop", "DOUBLE"),
+    ("loc_heading", "DOUBLE"),
+    ("loc_ts", TSTZ),
+    ("count", "BIGINT"),
+    ("first_seen", TSTZ),
+    ("last_seen", TSTZ),
+];
+
+/// `lake.events_latest` columns (event summary per subject and name).
+pub const EVENTS_LATEST_COLUMNS: [(&str, &str); 6] = [
+    ("subject", "VARCHAR"),
+    ("subject_bucket", "INTEGER"),
+    ("name", "VARCHAR"),
+    ("count", "BIGINT"),
+    ("first_seen", TSTZ),
+    ("last_seen", TSTZ),
+];
+
+/// One of dq's tables and the layout it gets at first creation.
+struct Table {
+    name: &'static str,
+    columns: &'static [(&'static str, &'static str)],
+    partition: &'static str,
+    sort: Option<&'static str>,
+}
+
+const TIME_PARTITION: &str =
+    r#"subject_bucket, year("timestamp"), month("timestamp"), day("timestamp")"#;
+
+const TABLES: [Table; 4] = [
+    Table {
+        name: "signals",
+        columns: &SIGNAL_COLUMNS,
+        partition: TIME_PARTITION,
+        sort: Some(r#"subject, "timestamp""#),
+    },
+    Table {
+        name: "events",
+        columns: &EVENT_COLUMNS,
+        partition: TIME_PARTITION,
+        sort: Some(r#"subject, "timestamp""#),
+    },
+    Table {
+        name: "signals_latest",
+        columns: &SIGNALS_LATEST_COLUMNS,
+        partition: "subject_bucket",
+        sort: None,
+    },
+    Table {
+        name: "events_latest",
+        columns: &EVENTS_LATEST_COLUMNS,
+        partition: "subject_bucket",
+        sort: None,
+    },
+];
+
+/// A quoted column list, e.g. `"subject", "timestamp"`.
+pub fn column_list(columns: &[(&str, &str)]) -> String {
+    columns
+        .iter()
+        .map(|(n, _)| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `CREATE TABLE <qualified> (<columns>)`.
+pub fn create_sql(qualified: &str, columns: &[(&str, &str)], if_not_exists: bool) -> String {
+    let cols: Vec<String> = columns
+        .iter()
+        .map(|(n, t)| format!("\"{n}\" {t}"))
+        .collect();
+    let ine = if if_not_exists { "IF NOT EXISTS " } else { "" };
+    format!("CREATE TABLE {ine}{qualified} ({})", cols.join(", "))
+}
+
+/// What [`ensure`] did: the tables it created and the layout pieces it applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SchemaReport {
+    /// Tables created by this call.
+    pub created: Vec<&'static str>,
+    /// `SET PARTITIONED/SORTED BY` statements issued (zero on every reboot).
+    pub layout_statements: usize,
+    /// Columns added to a table created by an older build (`table.column`; empty on reboot).
+    pub columns_added: Vec<&'static str>,
+}
+
+/// Creates dq's tables where missing, lays out only what lacks a layout, creates and seeds
+/// `lake.ingest_progress` once (adding its fence column to an older catalog), and creates
+/// `meta.din_consumer_progress` defensively.
+/// Retried on commit conflicts (two writers bootstrapping a fresh catalog).
+pub fn ensure(lake: &Lake) -> dq_lake::Result<SchemaReport> {
+    let mut report = SchemaReport::default();
+    for table in &TABLES {
+        retry::on_conflict("ensure decoded table", || {
+            ensure_table(lake, table, &mut report)
+        })?;
+    }
+    retry::on_conflict("ensure ingest_progress", || {
+        lake.exec(
+            "create lake.ingest_progress",
+            &format!(
+                "CREATE TABLE IF NOT EXISTS lake.ingest_progress \
+                 (partition VARCHAR, cursor VARCHAR, {FENCE_COLUMN} BIGINT)"
+            ),
+        )?;
+        // A catalog created by an older build (or Go dq) lacks the fence: add it once. Probed
+        // first because every ALTER mints a snapshot and bumps the schema version.
+        if !has_column(lake, "ingest_progress", FENCE_COLUMN)? {
+            lake.exec(
+                "add the fence column to lake.ingest_progress",
+                &format!(
+                    "ALTER TABLE lake.ingest_progress ADD COLUMN IF NOT EXISTS {FENCE_COLUMN} BIGINT"
+                ),
+            )?;
+            report.columns_added.push("ingest_progress.fence");
+        }
+        seed_cursor(lake)
+    })?;
+    progress::ensure(lake)?;
+    Ok(report)
+}
+
+/// The seed-once cursor insert: never a second row, whoever runs it.
+pub fn seed_cursor(lake: &Lake) -> dq_lake::Result<()> {
+    lake.exec(
+        "seed the cursor",
+        &format!(
+            "INSERT INTO lake.ingest_progress (partition, cursor) SELECT '{CURSOR_PARTITION}', '0' \
+             WHERE NOT EXISTS (SELECT 1 FROM lake.ingest_progress WHERE partition = '{CURSOR_PARTITION}')"
+        ),
+    )
+}
+
+fn ensure_table(lake: &Lake, table: &Table, report: &mut SchemaReport) -> dq_lake::Result<()> {
+    let qualified = format!("lake.{}", table.name);
+    if !exists(lake, table.name)? {
+        // Create and lay out in one transaction: no window where the table exists unlaid-out.
+        let mut sql = vec![
+            "BEGIN".to_owned(),
+            create_sql(&qualified, table.columns, false),
+            format!(
+                "ALTER TABLE {qualified} SET PARTITIONED BY ({})",
+                table.partition
+            ),
+        ];
+        if let Some(sort) = table.sort {
+            sql.push(format!("ALTER TABLE {qualified} SET SORTED BY ({sort})"));
+        }
+        sql.push("COMMIT".to_owned());
+        let batch = sql.join(";\n");
+        if let Err(e) = lake.exec(&format!("create {qualified}"), &batch) {
+            let _ = lake.exec("rollback", "ROLLBACK");
+            return Err(e);
+        }
+        report.created.push(table.name);
+        report.layout_statements += 1 + usize::from(table.sort.is_some());
+        return Ok(());
+    }
+    // Exists: lay out only what is missing (a table created by an older build or by hand).
+    let layout = dq_lake::raw::table_layout(lake, table.name)?;
+    if layout.partition.is_empty() {
+        lake.exec(
+            &format!("partition {qualified}"),
+            &format!(
+                "ALTER TABLE {qualified} SET PARTITIONED BY ({})",
+                table.partition
+            ),
+        )?;
+        report.layout_statements += 1;
+    }
+    if let (Some(sort), true) = (table.sort, layout.sort.is_empty()) {
+        lake.exec(
+            &format!("sort {qualified}"),
+            &format!("ALTER TABLE {qualified} SET SORTED BY ({sort})"),
+        )?;
+        report.layout_statements += 1;
+    }
+    Ok(())
+}
+
+/// True when `lake.main.<table>` exists.
+pub fn exists(lake: &Lake, table: &str) -> dq_lake::Result<bool> {
+    lake.conn()
+        .query_row(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'main' AND table_name = ?",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .map_err(|e| lake.error(&format!("probe lake.{table}"), e))
+}
+
+/// True when `lake.main.<table>` has a column `column`.
+pub fn has_column(lake: &Lake, table: &str, column: &str) -> dq_lake::Result<bool> {
+    lake.conn()
+        .query_row(
+            "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'lake' AND schema_name = 'main' \
+             AND table_name = ? AND column_name = ?",
+            [table, column],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .map_err(|e| lake.error(&format!("probe lake.{table}.{column}"), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ddl_quotes_keywords() {
+        let sql = create_sql("lake.signals", &SIGNAL_COLUMNS, false);
+        assert!(
+            sql.contains("\"timestamp\" TIMESTAMP WITH TIME ZONE"),
+            "{sql}"
+        );
+        assert_eq!(
+            column_list(&EVENTS_LATEST_COLUMNS[..2]),
+            "\"subject\", \"subject_bucket\""
+        );
+    }
+}
