@@ -60,15 +60,7 @@ pub fn eip55(addr: &[u8; 20]) -> String {
 /// Parses an address like go-ethereum's `IsHexAddress` + `HexToAddress`: optional `0x`/`0X`,
 /// then exactly 40 hex digits in any case. No checksum validation.
 pub fn parse_address(s: &str) -> Result<[u8; 20], DidError> {
-    let digits = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .unwrap_or(s);
-    let mut out = [0u8; 20];
-    if digits.len() != 40 || hex::decode_to_slice(digits, &mut out).is_err() {
-        return Err(DidError::Address(s.to_string()));
-    }
-    Ok(out)
+    dq_config::registry::parse_address(s).map_err(|_| DidError::Address(s.to_string()))
 }
 
 fn parse_chain(s: &str) -> Result<u64, DidError> {

@@ -16,6 +16,9 @@ use std::time::Duration;
 /// Set by the Lambda runtime (the Runtime API the functions poll): present only inside Lambda.
 pub const AWS_LAMBDA_RUNTIME_API: &str = "AWS_LAMBDA_RUNTIME_API";
 
+/// The in-flight request cap every query function reads (GraphQL and FetchService alike).
+pub const MAX_CONCURRENT_REQUESTS: &str = "MAX_CONCURRENT_REQUESTS";
+
 /// True inside a Lambda execution environment (local servers and tools run otherwise).
 pub fn in_lambda() -> bool {
     std::env::var_os(AWS_LAMBDA_RUNTIME_API).is_some()

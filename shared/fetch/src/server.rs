@@ -19,7 +19,7 @@ pub const HOST_GRPC: &str = "HOST_GRPC";
 /// Port when `PORT_GRPC` is unset (Go dq's `GRPC_PORT` default).
 pub const DEFAULT_PORT_GRPC: u16 = 8086;
 /// Calls in flight at once; 0 or unset = unlimited.
-pub const MAX_CONCURRENT_REQUESTS: &str = "MAX_CONCURRENT_REQUESTS";
+pub use dq_config::MAX_CONCURRENT_REQUESTS;
 /// The server's maximum call deadline, a Go duration (default `30s`): the deadline of calls
 /// without `grpc-timeout`, and the cap of the ones a client asks for.
 pub const FETCH_MAX_DEADLINE: &str = "FETCH_MAX_DEADLINE";

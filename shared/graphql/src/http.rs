@@ -84,7 +84,7 @@ impl Limits {
                 })
                 .transpose()
         };
-        limits.max_concurrent = count("MAX_CONCURRENT_REQUESTS")?.unwrap_or(0);
+        limits.max_concurrent = count(dq_config::MAX_CONCURRENT_REQUESTS)?.unwrap_or(0);
         limits.max_concurrent_per_subject =
             count("MAX_CONCURRENT_REQUESTS_PER_SUBJECT")?.unwrap_or(0);
         if let Some(n) = count("MAX_CONCURRENT_STATEMENTS_PER_REQUEST")? {

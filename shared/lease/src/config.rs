@@ -242,6 +242,8 @@ mod tests {
         assert_eq!(ttl("2m").unwrap().ttl, Duration::from_secs(120));
         assert_eq!(ttl("1h").unwrap().ttl, Duration::from_secs(3600));
         assert_eq!(ttl("1m30s").unwrap().ttl, Duration::from_secs(90));
+        // Go fractions, as every other duration setting reads them.
+        assert_eq!(ttl("1.5m").unwrap().ttl, Duration::from_secs(90));
         assert_eq!(wait("1500ms").unwrap().wait, Duration::from_millis(1500));
         assert_eq!(wait("0").unwrap().wait, Duration::ZERO);
         for bad in ["s", "-3", "2d", "ten", "5s3", "m5"] {
