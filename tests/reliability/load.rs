@@ -111,28 +111,19 @@ fn load_while_the_materializer_runs() {
     // The servers, each on its own DuckDB instance as in Lambda.
     let limit = clients.saturating_sub(1).max(1);
     let (graphql_addr, grpc_addr) = rt.block_on(async {
-        let (engine, db) = dq_graphql::http::share_lake(t.open().unwrap());
-        let state = dq_graphql::AppState::new(
+        let state = dq_graphql::testing::state(
             dq_graphql::Dialect::Dq,
-            dq_graphql::DialectSettings::default(),
-            Arc::new(engine),
-            Some(signer.validator().unwrap()),
+            t.open().unwrap(),
+            signer.validator().unwrap(),
             dq_graphql::Limits {
                 max_concurrent: limit,
                 ..dq_graphql::Limits::default()
             },
         )
-        .unwrap()
-        .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
-            db,
-            payloads: dq_rawquery::Payloads::new(None),
-            store: None,
-            links: None,
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let graphql_addr = listener.local_addr().unwrap();
-        let app = dq_graphql::router(Arc::new(state));
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        .unwrap();
+        let graphql_addr = dq_graphql::testing::serve(dq_graphql::router(Arc::new(state)))
+            .await
+            .unwrap();
 
         let api = dq_fetch::FetchApi::new(
             Arc::new(dq_rawquery::Db::new(t.open().unwrap())),

@@ -322,11 +322,7 @@ impl SignalSource for ChSource<'_> {
         let count = row.get(2).and_then(|v| int(v).ok()).unwrap_or(0);
         Ok(
             match (on, count > 0, row.get(1).and_then(|v| int(v).ok())) {
-                (true, true, Some(first)) => vec![StateChange {
-                    ts: ts(first),
-                    new_state: 1.0,
-                    prev_state: 0.0,
-                }],
+                (true, true, Some(first)) => vec![StateChange::synthetic_on(ts(first))],
                 _ => Vec::new(),
             },
         )

@@ -8,6 +8,9 @@
 //! dq orders `events` itself, so no lake can make a server answer them out of order: the
 //! reference router reverses `data.events` in its answers instead (the only difference not made
 //! in the lake).
+// Integration-test helpers fail their test by panicking, like the #[test] bodies clippy.toml exempts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::panic, clippy::indexing_slicing)]
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -17,7 +20,7 @@ use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use dq_auth::dev::{DevClaims, DevSigner};
 use dq_auth::Permission;
 use dq_cloudevent::event::RawEvent;
-use dq_graphql::{AppState, Dialect, DialectSettings, Limits};
+use dq_graphql::{Dialect, Limits};
 use dq_lake::testing::{Backend, TestLake};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -111,11 +114,7 @@ async fn lake_of(events: &[RawEvent]) -> (TestLake, dq_lake::Lake) {
             .write_bundle(events)
             .await
             .unwrap();
-        for _ in 0..50 {
-            if m.drain(None, None).await.unwrap().caught_up {
-                break;
-            }
-        }
+        dq_materialize::testing::drain_until_caught_up(&m).await;
     }
     let lake = t.open().unwrap();
     (t, lake)
@@ -127,26 +126,20 @@ async fn serve(
     signer: &DevSigner,
     rewrite: impl FnOnce(axum::Router) -> axum::Router,
 ) -> String {
-    let (engine, db) = dq_graphql::http::share_lake(lake);
-    let state = AppState::new(
+    let state = dq_graphql::testing::state(
         Dialect::Dq,
-        DialectSettings::default(),
-        Arc::new(engine),
-        Some(signer.validator().unwrap()),
+        lake,
+        signer.validator().unwrap(),
         Limits::default(),
     )
-    .unwrap()
-    .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
-        db,
-        payloads: dq_rawquery::Payloads::new(None),
-        store: None,
-        links: None,
-    });
-    let app = rewrite(dq_graphql::router(Arc::new(state)));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/query", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    url
+    .unwrap();
+    serve_router(rewrite(dq_graphql::router(Arc::new(state)))).await
+}
+
+/// Serves `app` on a free 127.0.0.1 port; returns the URL of its `/query`.
+async fn serve_router(app: axum::Router) -> String {
+    let addr = dq_graphql::testing::serve(app).await.unwrap();
+    format!("http://{addr}/query")
 }
 
 /// The reference's one answer-level difference: `data.events` reversed.
@@ -347,24 +340,24 @@ async fn non_json_answers_and_bad_arguments() {
             "<html>Bad Gateway</html>",
         )
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/query", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let url = serve_router(app).await;
     let docs = tempfile::tempdir().unwrap();
     std::fs::write(docs.path().join("types.graphql"), "{ __typename }").unwrap();
     let dir = docs.path().display().to_string();
-    let run = dqctl(&[
-        "--reference",
-        url.as_str(),
-        "--candidate",
-        url.as_str(),
-        "--documents",
-        dir.as_str(),
-        "--token",
-        "secret-token",
-        "--quiet",
-    ])
-    .await;
+    // The HTML server on both sides, over the documents in `docs`.
+    let against_itself = |extra: &[&'static str]| {
+        let mut args = vec![
+            "--reference",
+            url.as_str(),
+            "--candidate",
+            url.as_str(),
+            "--documents",
+            dir.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    let run = dqctl(&against_itself(&["--token", "secret-token", "--quiet"])).await;
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stdout
@@ -379,15 +372,7 @@ async fn non_json_answers_and_bad_arguments() {
         "query Q($other: Int) { __typename }",
     )
     .unwrap();
-    let run = dqctl(&[
-        "--reference",
-        url.as_str(),
-        "--candidate",
-        url.as_str(),
-        "--documents",
-        dir.as_str(),
-    ])
-    .await;
+    let run = dqctl(&against_itself(&[])).await;
     assert_eq!(run.code, Some(2));
     assert!(run.stderr.contains("declares $other"), "{}", run.stderr);
     let run = dqctl(&["--reference", "ftp://x", "--candidate", url.as_str()]).await;

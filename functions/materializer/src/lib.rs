@@ -68,9 +68,13 @@ impl Context {
     /// `MATERIALIZER_LEASE_TABLE` is set, else a lock file next to the catalog).
     pub async fn from_env() -> anyhow::Result<Context> {
         let config = dq_materialize::Config::from_env()?;
-        let lake_cfg = dq_lake::LakeConfig::from_env_with_secrets().await?;
+        // One Secrets Manager client for both secrets (built only if one is configured).
+        let secrets = dq_secrets::SecretsClient::from_env();
+        let lake_cfg =
+            dq_lake::LakeConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets).await?;
         let lease_path = local_lease_path(&lake_cfg);
-        let blob_cfg = dq_blob::BlobConfig::from_env_with_secrets().await?;
+        let blob_cfg =
+            dq_blob::BlobConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets).await?;
         let blobs = if blob_cfg.bucket.is_empty() {
             None
         } else {

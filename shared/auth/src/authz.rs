@@ -108,7 +108,7 @@ pub fn require_all_of(caller: Option<&Principal>, privileges: &[Privilege]) -> R
     let caller = require_caller(caller, Check::Directive)?;
     match privileges
         .iter()
-        .map(|p| p.permission())
+        .map(|p| Permission::from(*p))
         .find(|p| !caller.has(*p))
     {
         Some(missing) => Err(AuthError::MissingPrivilege { missing }),
@@ -122,11 +122,11 @@ pub fn require_all_of(caller: Option<&Principal>, privileges: &[Privilege]) -> R
 /// `MissingCredentials{Directive}`; `MissingAnyPrivilege` listing them all.
 pub fn require_one_of(caller: Option<&Principal>, privileges: &[Privilege]) -> Result<()> {
     let caller = require_caller(caller, Check::Directive)?;
-    if privileges.iter().any(|p| caller.has(p.permission())) {
+    if privileges.iter().any(|p| caller.has(Permission::from(*p))) {
         Ok(())
     } else {
         Err(AuthError::MissingAnyPrivilege {
-            any_of: privileges.iter().map(|p| p.permission()).collect(),
+            any_of: privileges.iter().map(|p| Permission::from(*p)).collect(),
         })
     }
 }
@@ -141,17 +141,8 @@ pub fn require_signal(caller: Option<&Principal>, name: &str) -> Result<()> {
     if name == APPROXIMATE_LOCATION_SIGNAL {
         return require_one_of(caller, &APPROXIMATE_LOCATION_PRIVILEGES);
     }
-    let Some(def) = dq_signals::signal(name) else {
-        return Ok(());
-    };
-    let caller = require_caller(caller, Check::Directive)?;
-    match def
-        .privileges
-        .iter()
-        .map(|p| Privilege::from(*p).permission())
-        .find(|p| !caller.has(*p))
-    {
-        Some(missing) => Err(AuthError::MissingPrivilege { missing }),
+    match dq_signals::signal(name) {
+        Some(def) => require_all_of(caller, def.privileges),
         None => Ok(()),
     }
 }
@@ -172,7 +163,7 @@ pub fn may_read_signal(caller: &Principal, name: &str) -> bool {
         Some(def) => def
             .privileges
             .iter()
-            .all(|p| caller.has(Privilege::from(*p).permission())),
+            .all(|p| caller.has(Permission::from(*p))),
         None => false,
     }
 }

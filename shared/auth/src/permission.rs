@@ -133,41 +133,13 @@ impl FromIterator<Permission> for PermissionSet {
     }
 }
 
-/// The GraphQL `Privilege` enum, each value mapped to the permission string
-/// the directives check (gqlgen.yml).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Privilege {
-    /// `VEHICLE_NON_LOCATION_DATA` → `privilege:GetNonLocationHistory`
-    VehicleNonLocationData,
-    /// `VEHICLE_COMMANDS` → `privilege:ExecuteCommands`
-    VehicleCommands,
-    /// `VEHICLE_CURRENT_LOCATION` → `privilege:GetCurrentLocation`
-    VehicleCurrentLocation,
-    /// `VEHICLE_ALL_TIME_LOCATION` → `privilege:GetLocationHistory`
-    VehicleAllTimeLocation,
-    /// `VEHICLE_VIN_CREDENTIAL` → `privilege:GetVINCredential`
-    VehicleVinCredential,
-    /// `VEHICLE_APPROXIMATE_LOCATION` → `privilege:GetApproximateLocation`
-    VehicleApproximateLocation,
-    /// `VEHICLE_RAW_DATA` → `privilege:GetRawData`
-    VehicleRawData,
-}
+/// The GraphQL `Privilege` enum, defined once beside the signal catalog that uses it.
+pub use dq_signals::Privilege;
 
-impl Privilege {
-    /// Every value, in SDL order.
-    pub const ALL: [Privilege; 7] = [
-        Privilege::VehicleNonLocationData,
-        Privilege::VehicleCommands,
-        Privilege::VehicleCurrentLocation,
-        Privilege::VehicleAllTimeLocation,
-        Privilege::VehicleVinCredential,
-        Privilege::VehicleApproximateLocation,
-        Privilege::VehicleRawData,
-    ];
-
-    /// The permission string the directives compare against.
-    pub fn permission(self) -> Permission {
-        match self {
+/// Each privilege maps to the permission string the directives check (gqlgen.yml).
+impl From<Privilege> for Permission {
+    fn from(p: Privilege) -> Self {
+        match p {
             Privilege::VehicleNonLocationData => Permission::GetNonLocationHistory,
             Privilege::VehicleCommands => Permission::ExecuteCommands,
             Privilege::VehicleCurrentLocation => Permission::GetCurrentLocation,
@@ -175,36 +147,6 @@ impl Privilege {
             Privilege::VehicleVinCredential => Permission::GetVinCredential,
             Privilege::VehicleApproximateLocation => Permission::GetApproximateLocation,
             Privilege::VehicleRawData => Permission::GetRawData,
-        }
-    }
-
-    /// The SDL enum value, e.g. `VEHICLE_NON_LOCATION_DATA`.
-    pub fn graphql_name(self) -> &'static str {
-        match self {
-            Privilege::VehicleNonLocationData => "VEHICLE_NON_LOCATION_DATA",
-            Privilege::VehicleCommands => "VEHICLE_COMMANDS",
-            Privilege::VehicleCurrentLocation => "VEHICLE_CURRENT_LOCATION",
-            Privilege::VehicleAllTimeLocation => "VEHICLE_ALL_TIME_LOCATION",
-            Privilege::VehicleVinCredential => "VEHICLE_VIN_CREDENTIAL",
-            Privilege::VehicleApproximateLocation => "VEHICLE_APPROXIMATE_LOCATION",
-            Privilege::VehicleRawData => "VEHICLE_RAW_DATA",
-        }
-    }
-
-    /// Parses an SDL enum value.
-    pub fn from_graphql_name(s: &str) -> Option<Privilege> {
-        Privilege::ALL.into_iter().find(|p| p.graphql_name() == s)
-    }
-}
-
-impl From<dq_signals::Privilege> for Privilege {
-    fn from(p: dq_signals::Privilege) -> Self {
-        match p {
-            dq_signals::Privilege::VehicleNonLocationData => Privilege::VehicleNonLocationData,
-            dq_signals::Privilege::VehicleCommands => Privilege::VehicleCommands,
-            dq_signals::Privilege::VehicleCurrentLocation => Privilege::VehicleCurrentLocation,
-            dq_signals::Privilege::VehicleAllTimeLocation => Privilege::VehicleAllTimeLocation,
-            dq_signals::Privilege::VehicleVinCredential => Privilege::VehicleVinCredential,
         }
     }
 }
@@ -221,12 +163,13 @@ mod tests {
         assert_eq!(Permission::parse("privilege:getrawdata"), None);
         assert_eq!(Permission::parse("GetRawData"), None);
         for p in Privilege::ALL {
-            assert_eq!(Privilege::from_graphql_name(p.graphql_name()), Some(p));
-            assert_eq!(
-                dq_signals::Privilege::VehicleNonLocationData.as_str(),
-                Privilege::from(dq_signals::Privilege::VehicleNonLocationData).graphql_name()
-            );
+            assert_eq!(Privilege::parse(p.as_str()), Some(p));
         }
+        assert_eq!(Privilege::parse("vehicle_raw_data"), None);
+        assert_eq!(
+            Permission::from(Privilege::VehicleNonLocationData),
+            Permission::GetNonLocationHistory
+        );
     }
 
     #[test]

@@ -18,6 +18,8 @@ use std::time::Duration;
 use chrono::{DateTime, Datelike, Utc};
 
 pub use dbe1::{SealError, SealKey};
+/// The S3 settings of an S3 store, shared with the lake.
+pub use dq_config::s3::S3Config;
 
 /// Blob bucket: an S3 bucket name, or a local root when it starts with `/` or `file://`.
 pub const BLOB_BUCKET: &str = "BLOB_BUCKET";
@@ -228,16 +230,8 @@ pub struct BlobConfig {
     pub prefix: String,
     /// Base64 DBE1 key, if blobs are sealed.
     pub encryption_key: Option<String>,
-    /// S3 region.
-    pub region: Option<String>,
-    /// Static access key id (else the default credential chain).
-    pub access_key_id: Option<String>,
-    /// Static secret key.
-    pub secret_access_key: Option<String>,
-    /// Endpoint override for S3-compatible servers (path-style addressing).
-    pub endpoint: Option<String>,
-    /// SSE-KMS key ARN for PUTs.
-    pub kms_key_id: Option<String>,
+    /// S3 settings, shared with the lake's data path.
+    pub s3: S3Config,
 }
 
 impl std::fmt::Debug for BlobConfig {
@@ -246,8 +240,8 @@ impl std::fmt::Debug for BlobConfig {
             .field("bucket", &self.bucket)
             .field("prefix", &self.prefix)
             .field("sealed", &self.encryption_key.is_some())
-            .field("region", &self.region)
-            .field("endpoint", &self.endpoint)
+            .field("region", &self.s3.region)
+            .field("endpoint", &self.s3.endpoint)
             .finish_non_exhaustive()
     }
 }
@@ -263,49 +257,32 @@ impl BlobConfig {
     }
 
     /// Reads `BLOB_*` and the `S3_*` keys shared with the lake settings; a key kept in Secrets
-    /// Manager is not fetched here (use [`BlobConfig::from_env_with_secrets`]).
+    /// Manager is not fetched here (use [`BlobConfig::from_lookup_with_secrets`]).
     pub fn from_env() -> Self {
         Self::from_lookup(dq_config::env_lookup)
     }
 
     /// [`BlobConfig::from_env`] through `get` (a map in tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
-        use dq_config::s3::{
-            S3_AWS_ACCESS_KEY_ID, S3_AWS_REGION, S3_AWS_SECRET_ACCESS_KEY, S3_ENDPOINT,
-            S3_KMS_KEY_ID,
-        };
         let settings = dq_config::Settings::new(get);
-        let get = |k: &str| settings.get(k);
         Self {
-            bucket: get(BLOB_BUCKET).unwrap_or_default(),
-            prefix: get(BLOB_PREFIX).unwrap_or_else(|| DEFAULT_PREFIX.into()),
-            encryption_key: get(BLOB_ENCRYPTION_KEY),
-            region: get(S3_AWS_REGION),
-            access_key_id: get(S3_AWS_ACCESS_KEY_ID),
-            secret_access_key: get(S3_AWS_SECRET_ACCESS_KEY),
-            endpoint: get(S3_ENDPOINT),
-            kms_key_id: get(S3_KMS_KEY_ID),
+            bucket: settings.get(BLOB_BUCKET).unwrap_or_default(),
+            prefix: settings
+                .get(BLOB_PREFIX)
+                .unwrap_or_else(|| DEFAULT_PREFIX.into()),
+            encryption_key: settings.get(BLOB_ENCRYPTION_KEY),
+            s3: S3Config::read(&settings),
         }
     }
 
     /// Reads the settings from the process environment and, when
     /// [`BLOB_ENCRYPTION_KEY_SECRET_ARN`] is set, fetches the key with the standard AWS chain.
-    /// What every function calls at init.
+    /// Reads the settings through `get` (a function passes `dq_config::env_lookup`) and fetches
+    /// the key through `client` when `BLOB_ENCRYPTION_KEY_SECRET_ARN` is set. What every function
+    /// calls at init.
     ///
     /// # Errors
     /// Both key sources set, or the secret could not be read.
-    pub async fn from_env_with_secrets() -> Result<Self> {
-        Self::from_lookup_with_secrets(
-            dq_config::env_lookup,
-            &dq_secrets::SecretsClient::from_env(),
-        )
-        .await
-    }
-
-    /// [`BlobConfig::from_env_with_secrets`] through `get`, fetching through `client`.
-    ///
-    /// # Errors
-    /// As [`BlobConfig::from_env_with_secrets`].
     pub async fn from_lookup_with_secrets(
         get: impl Fn(&str) -> Option<String>,
         client: &dq_secrets::SecretsClient,
@@ -383,9 +360,9 @@ impl BlobStore {
             Backend::Local(PathBuf::from(root))
         } else {
             Backend::S3 {
-                client: s3_client(cfg).await,
+                client: s3_client(&cfg.s3).await,
                 bucket: cfg.bucket.clone(),
-                kms_key_id: cfg.kms_key_id.clone(),
+                kms_key_id: cfg.s3.kms_key_id.clone(),
             }
         };
         Ok(Self {
@@ -643,7 +620,7 @@ fn write_atomic(path: &Path, body: &[u8]) -> std::io::Result<()> {
     result
 }
 
-async fn s3_client(cfg: &BlobConfig) -> aws_sdk_s3::Client {
+async fn s3_client(cfg: &S3Config) -> aws_sdk_s3::Client {
     use aws_config::{retry::RetryConfig, timeout::TimeoutConfig, BehaviorVersion, Region};
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .retry_config(RetryConfig::standard().with_max_attempts(3))

@@ -45,14 +45,15 @@ pub fn eip55(addr: &[u8; 20]) -> String {
     let hash = Keccak256::digest(lower.as_bytes());
     let mut out = String::with_capacity(42);
     out.push_str("0x");
-    for (i, c) in lower.chars().enumerate() {
-        let byte = hash[i / 2];
-        let nibble = if i % 2 == 0 { byte >> 4 } else { byte & 0x0f };
-        out.push(if nibble >= 8 {
-            c.to_ascii_uppercase()
-        } else {
-            c
-        });
+    // Each hash byte covers two hex digits: its high nibble the first, its low nibble the second.
+    for (pair, &byte) in lower.as_bytes().chunks(2).zip(hash.iter()) {
+        for (&c, nibble) in pair.iter().zip([byte >> 4, byte & 0x0f]) {
+            out.push(char::from(if nibble >= 8 {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }));
+        }
     }
     out
 }

@@ -178,15 +178,21 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The input not consumed yet.
+    fn rest(&self) -> &'a [u8] {
+        self.bytes.get(self.pos..).unwrap_or_default()
+    }
+
     fn skip_ws(&mut self) {
-        self.pos += self.bytes[self.pos..]
+        self.pos += self
+            .rest()
             .iter()
             .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
             .count();
     }
 
     fn literal(&mut self, word: &'static str) -> PResult<()> {
-        if self.bytes[self.pos..].starts_with(word.as_bytes()) {
+        if self.rest().starts_with(word.as_bytes()) {
             self.pos += word.len();
             Ok(())
         } else {
@@ -249,7 +255,8 @@ impl<'a> Parser<'a> {
     }
 
     fn digits(&mut self) -> usize {
-        let n = self.bytes[self.pos..]
+        let n = self
+            .rest()
             .iter()
             .take_while(|b| b.is_ascii_digit())
             .count();
@@ -310,7 +317,8 @@ impl<'a> Parser<'a> {
         self.pos += 1;
         let start = self.pos;
         // Fast path: no escapes, borrow the slice.
-        let run = self.bytes[start..]
+        let run = self
+            .rest()
             .iter()
             .position(|&b| b == b'"' || b == b'\\' || b < 0x20);
         self.pos = run.map_or(self.bytes.len(), |n| start + n);

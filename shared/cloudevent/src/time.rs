@@ -28,7 +28,8 @@ pub fn parse_rfc3339(s: &str) -> Option<DateTime<Utc>> {
         }
         Some(v)
     };
-    if b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+    let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
+    if !separators.iter().all(|(i, want)| b.get(*i) == Some(want)) {
         return None;
     }
     let year = num(0..4)?;
@@ -40,16 +41,20 @@ pub fn parse_rfc3339(s: &str) -> Option<DateTime<Utc>> {
     if hour > 23 || minute > 59 || second > 59 {
         return None;
     }
-    let mut rest = &b[19..];
+    let mut rest = b.get(19..)?;
     let mut nanos = 0u32;
-    if rest.len() >= 2 && rest[0] == b'.' && rest[1].is_ascii_digit() {
-        let digits = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        let mut scale = 100_000_000u32;
-        for &c in &rest[1..1 + digits.min(9)] {
-            nanos += u32::from(c - b'0') * scale;
-            scale /= 10;
+    if let [b'.', fraction @ ..] = rest {
+        let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+        // A dot without digits is left for the offset match to refuse.
+        if digits > 0 {
+            let (fraction, after) = fraction.split_at(digits);
+            let mut scale = 100_000_000u32;
+            for &c in fraction.iter().take(9) {
+                nanos += u32::from(c - b'0') * scale;
+                scale /= 10;
+            }
+            rest = after;
         }
-        rest = &rest[1 + digits..];
     }
     let offset_secs: i64 = match rest {
         [b'Z'] => 0,

@@ -1,7 +1,8 @@
 //! Reading settings from the environment: one rule per kind of value, shared by every crate —
 //! booleans ([`parse_bool`]), Go durations ([`duration`]), the vehicle registry pair
-//! ([`registry`]), the `S3_*` keys the lake and the blob store share ([`s3`]), and a reader that
-//! trims values, treats blanks as unset and collects every problem before failing ([`Settings`]).
+//! ([`registry`]), the `S3_*` settings the lake and the blob store share ([`s3::S3Config`]), and a
+//! reader that trims values, treats blanks as unset and collects every problem before failing
+//! ([`Settings`]).
 #![warn(missing_docs)]
 
 pub mod duration;

@@ -6,18 +6,7 @@
 use crate::error::DecodeError;
 use chrono::{DateTime, Utc};
 
-/// A location value. `heading` is never set by any module today but has its own column.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Location {
-    /// Degrees.
-    pub latitude: f64,
-    /// Degrees.
-    pub longitude: f64,
-    /// Horizontal dilution of precision.
-    pub hdop: f64,
-    /// Degrees.
-    pub heading: f64,
-}
+pub use dq_signals::Location;
 
 /// A signal value; which variant is used follows from the signal's catalog kind.
 #[derive(Debug, Clone, PartialEq)]

@@ -130,7 +130,7 @@ pub fn prune_future_and_duplicates(
     // successor when `i` is judged.
     let mut kept = 0;
     for i in 0..signals.len() {
-        let s = &signals[i];
+        let Some(s) = signals.get(i) else { break };
         let keep = if s.timestamp > limit {
             warnings.push(DecodeError::FutureTimestamp {
                 name: s.name,
@@ -160,6 +160,17 @@ struct Triple {
     start: Option<DateTime<Utc>>,
 }
 
+/// A coordinate merge over the sorted signals: the open triple and what closed ones produced.
+struct Merge<'a> {
+    signals: &'a [Signal],
+    open: Triple,
+    /// Signals folded into a triple (dropped from the output).
+    consumed: Vec<bool>,
+    /// The locations closed triples made.
+    created: Vec<Signal>,
+    warnings: Vec<DecodeError>,
+}
+
 /// Folds AutoPi/HashDog `currentLocationLatitude`, `currentLocationLongitude` and
 /// `dimoAftermarketHDOP` into `currentLocationCoordinates`.
 ///
@@ -184,100 +195,89 @@ pub fn merge_coordinates(mut signals: Vec<Signal>) -> (Vec<Signal>, Vec<DecodeEr
     if !signals.iter().any(is_member) {
         return (signals, Vec::new());
     }
-    let mut consumed = vec![false; signals.len()];
-    let mut created = Vec::new();
-    let mut warnings = Vec::new();
-    let mut triple = Triple::default();
-    for i in 0..signals.len() {
-        let ts = signals[i].timestamp;
-        if triple
+    let mut merge = Merge {
+        signals: &signals,
+        open: Triple::default(),
+        consumed: vec![false; signals.len()],
+        created: Vec::new(),
+        warnings: Vec::new(),
+    };
+    for (i, signal) in signals.iter().enumerate() {
+        let ts = signal.timestamp;
+        if merge
+            .open
             .start
             .is_some_and(|start| ts - start >= COORDINATE_WINDOW)
         {
-            flush(
-                &mut triple,
-                &signals,
-                &mut consumed,
-                &mut created,
-                &mut warnings,
-            );
+            merge.close();
         }
-        let slot: fn(&mut Triple) -> &mut Option<usize> = match signals[i].name {
+        let slot: fn(&mut Triple) -> &mut Option<usize> = match signal.name {
             vn::CURRENT_LOCATION_LATITUDE => |t: &mut Triple| &mut t.lat,
             vn::CURRENT_LOCATION_LONGITUDE => |t: &mut Triple| &mut t.lon,
             vn::DIMO_AFTERMARKET_HDOP => |t: &mut Triple| &mut t.hdop,
             _ => continue,
         };
-        if slot(&mut triple).is_some() {
-            flush(
-                &mut triple,
-                &signals,
-                &mut consumed,
-                &mut created,
-                &mut warnings,
-            );
+        if slot(&mut merge.open).is_some() {
+            merge.close();
         }
-        *slot(&mut triple) = Some(i);
-        triple.start.get_or_insert(ts);
+        *slot(&mut merge.open) = Some(i);
+        merge.open.start.get_or_insert(ts);
     }
-    flush(
-        &mut triple,
-        &signals,
-        &mut consumed,
-        &mut created,
-        &mut warnings,
-    );
+    merge.close();
+    let Merge {
+        consumed,
+        created,
+        warnings,
+        ..
+    } = merge;
     let mut gone = consumed.into_iter();
     signals.retain(|_| !gone.next().unwrap_or(false));
     signals.extend(created);
     (signals, warnings)
 }
 
-fn flush(
-    triple: &mut Triple,
-    signals: &[Signal],
-    consumed: &mut [bool],
-    created: &mut Vec<Signal>,
-    warnings: &mut Vec<DecodeError>,
-) {
-    let Some(start) = triple.start else { return };
-    let number = |i: usize| {
-        signals
-            .get(i)
-            .and_then(Signal::as_number)
-            .unwrap_or(f64::NAN)
-    };
-    for i in [triple.lat, triple.lon, triple.hdop].into_iter().flatten() {
-        if let Some(c) = consumed.get_mut(i) {
-            *c = true;
-        }
-    }
-    match (triple.lat, triple.lon) {
-        (Some(lat), Some(lon)) => {
-            let (lat, lon) = (number(lat), number(lon));
-            if valid_lat_lon(lat, lon) {
-                let hdop = triple.hdop.map_or(0.0, number);
-                created.push(Signal::location(start, lat, lon, hdop));
-            } else {
-                warnings.push(DecodeError::InvalidCoordinates {
-                    latitude: lat,
-                    longitude: lon,
-                    timestamp: start,
-                });
+impl Merge<'_> {
+    /// Closes the open triple: its members are consumed, a valid lat/lon pair becomes a location.
+    fn close(&mut self) {
+        let triple = std::mem::take(&mut self.open);
+        let Some(start) = triple.start else { return };
+        let number = |i: usize| {
+            self.signals
+                .get(i)
+                .and_then(Signal::as_number)
+                .unwrap_or(f64::NAN)
+        };
+        for i in [triple.lat, triple.lon, triple.hdop].into_iter().flatten() {
+            if let Some(c) = self.consumed.get_mut(i) {
+                *c = true;
             }
         }
-        (Some(_), None) => warnings.push(DecodeError::UnpairedCoordinate {
-            name: vn::CURRENT_LOCATION_LATITUDE,
-            timestamp: start,
-        }),
-        (None, Some(_)) => warnings.push(DecodeError::UnpairedCoordinate {
-            name: vn::CURRENT_LOCATION_LONGITUDE,
-            timestamp: start,
-        }),
-        // HDOP alone is consumed silently (din D6).
-        (None, None) => {}
+        match (triple.lat, triple.lon) {
+            (Some(lat), Some(lon)) => {
+                let (lat, lon) = (number(lat), number(lon));
+                if valid_lat_lon(lat, lon) {
+                    let hdop = triple.hdop.map_or(0.0, number);
+                    self.created.push(Signal::location(start, lat, lon, hdop));
+                } else {
+                    self.warnings.push(DecodeError::InvalidCoordinates {
+                        latitude: lat,
+                        longitude: lon,
+                        timestamp: start,
+                    });
+                }
+            }
+            (Some(_), None) => self.warnings.push(DecodeError::UnpairedCoordinate {
+                name: vn::CURRENT_LOCATION_LATITUDE,
+                timestamp: start,
+            }),
+            (None, Some(_)) => self.warnings.push(DecodeError::UnpairedCoordinate {
+                name: vn::CURRENT_LOCATION_LONGITUDE,
+                timestamp: start,
+            }),
+            // HDOP alone is consumed silently (din D6).
+            (None, None) => {}
+        }
     }
-    *triple = Triple::default();
 }
 
 /// Finite, inside WGS-84 bounds (inclusive) and not the (0,0) "null island".

@@ -17,6 +17,7 @@
 pub mod maintain;
 pub mod seed;
 #[cfg(feature = "testing")]
+#[allow(clippy::unwrap_used)] // Test fixtures: a din lake that cannot be set up fails the test.
 pub mod testing;
 pub mod writer;
 

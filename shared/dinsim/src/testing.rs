@@ -114,6 +114,16 @@ pub fn lake_on_postgres(dsn: &str) -> TestLake {
     t
 }
 
+/// Retention under which every snapshot older than a nanosecond may expire, held back only by
+/// consumers seen within the hour (din's staleness): drives a consumer into the expired-feed
+/// path.
+pub fn tiny_retention() -> crate::maintain::Retention {
+    crate::maintain::Retention {
+        keep: chrono::Duration::nanoseconds(1),
+        staleness: chrono::Duration::hours(1),
+    }
+}
+
 /// Every row `raw_events` gained between two snapshots (both included), all columns, in
 /// insertion order.
 pub fn inserted_rows(lake: &Lake, from: i64, to: i64) -> Vec<RawRow> {

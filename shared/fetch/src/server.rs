@@ -145,13 +145,16 @@ pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, Star
                 reason: format!("{v:?} is not a positive Go duration (e.g. `30s`)"),
             })?,
     };
-    let blob_cfg = dq_blob::BlobConfig::from_env_with_secrets().await?;
+    let secrets = dq_secrets::SecretsClient::from_env();
+    let blob_cfg =
+        dq_blob::BlobConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets).await?;
     let store = if blob_cfg.bucket.is_empty() {
         None
     } else {
         Some(Arc::new(dq_blob::BlobStore::open(&blob_cfg).await?))
     };
-    let lake_cfg = dq_lake::LakeConfig::from_env_with_secrets().await?;
+    let lake_cfg =
+        dq_lake::LakeConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets).await?;
     let lake = tokio::task::spawn_blocking(move || dq_lake::Lake::open(lake_cfg))
         .await
         .map_err(|e| StartError::Setting {

@@ -57,6 +57,28 @@ pub(crate) fn round(v: f64, decimals: i32) -> f64 {
     (v * p).round() / p
 }
 
+/// The elements of a JSON array or object being appended to a buffer, `,`-separated.
+pub(crate) struct Elements<'a> {
+    out: &'a mut String,
+    first: bool,
+}
+
+impl<'a> Elements<'a> {
+    /// Elements appended to `out`, whose array or object is already open.
+    pub(crate) fn new(out: &'a mut String) -> Self {
+        Elements { out, first: true }
+    }
+
+    /// The buffer, ready for the next element (after a `,` unless it is the first).
+    pub(crate) fn next(&mut self) -> &mut String {
+        if !self.first {
+            self.out.push(',');
+        }
+        self.first = false;
+        self.out
+    }
+}
+
 /// Appends a JSON string literal (quotes included), escaping what JSON requires.
 pub(crate) fn string(out: &mut String, s: &str) {
     out.push('"');

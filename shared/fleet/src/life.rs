@@ -445,6 +445,18 @@ impl<'f> VehicleSim<'f> {
         sink.accept(&sample);
     }
 
+    fn emit_driving(
+        &self,
+        kind: SampleKind,
+        t: i64,
+        active: &Active,
+        dtc_report: DtcReport,
+        sink: &mut dyn SampleSink,
+    ) {
+        let sample = self.sample(kind, t, Some(active), None, dtc_report);
+        sink.accept(&sample);
+    }
+
     /// Parked decisions right after ignition off: refuel, charge, remote commands.
     fn after_trip(&mut self, end: i64) -> Mode {
         let next_start = self.next_trip_start(end).min(self.end_ms);
@@ -578,11 +590,9 @@ impl<'f> VehicleSim<'f> {
             },
             start_energy_pct: self.energy / self.capacity * 100.0,
         });
-        let sample = self.sample(SampleKind::IgnitionOn, t, Some(&active), None, report);
-        sink.accept(&sample);
+        self.emit_driving(SampleKind::IgnitionOn, t, &active, report, sink);
         if self.fixes {
-            let fix = self.sample(SampleKind::Fix, t, Some(&active), None, DtcReport::None);
-            sink.accept(&fix);
+            self.emit_driving(SampleKind::Fix, t, &active, DtcReport::None, sink);
         }
         Mode::Driving(active)
     }
@@ -646,37 +656,22 @@ impl<'f> VehicleSim<'f> {
             }
             let s = active.driver.elapsed_s();
             if active.driver.finished() {
-                let sample = self.sample(
+                self.emit_driving(
                     SampleKind::IgnitionOff,
                     next_t,
-                    Some(&active),
-                    None,
+                    &active,
                     DtcReport::None,
+                    sink,
                 );
-                sink.accept(&sample);
                 self.pending.clear();
                 self.finish_trip(&active, next_t);
                 return self.after_trip(next_t);
             }
             if self.fixes && s % FIX_INTERVAL_S == 0 {
-                let fix = self.sample(
-                    SampleKind::Fix,
-                    next_t,
-                    Some(&active),
-                    None,
-                    DtcReport::None,
-                );
-                sink.accept(&fix);
+                self.emit_driving(SampleKind::Fix, next_t, &active, DtcReport::None, sink);
             }
             if s >= active.next_emit_s {
-                let sample = self.sample(
-                    SampleKind::Driving,
-                    next_t,
-                    Some(&active),
-                    None,
-                    DtcReport::None,
-                );
-                sink.accept(&sample);
+                self.emit_driving(SampleKind::Driving, next_t, &active, DtcReport::None, sink);
                 self.pending.clear();
                 active.emitted += 1;
                 active.next_emit_s = self.emit_second(active.emitted);

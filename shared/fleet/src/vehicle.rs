@@ -143,72 +143,67 @@ struct Model {
     per_100km: f64,
 }
 
-const fn ice(
+const fn model(
     make: &'static str,
     model: &'static str,
     wmi: &'static str,
-    fuel: Fuel,
-    tank: f64,
+    powertrain: Powertrain,
     per_100km: f64,
 ) -> Model {
     Model {
         make,
         model,
         wmi,
-        powertrain: Powertrain::Combustion {
-            fuel,
-            tank_liters: tank,
-        },
+        powertrain,
         per_100km,
     }
 }
 
-const fn ev(
-    make: &'static str,
-    model: &'static str,
-    wmi: &'static str,
-    kwh: f64,
-    per_100km: f64,
-) -> Model {
-    Model {
-        make,
-        model,
-        wmi,
-        powertrain: Powertrain::Electric { battery_kwh: kwh },
-        per_100km,
+/// A combustion powertrain with a `tank`-litre tank.
+const fn ice(fuel: Fuel, tank: f64) -> Powertrain {
+    Powertrain::Combustion {
+        fuel,
+        tank_liters: tank,
     }
 }
+
+/// An electric powertrain with a `kwh` battery.
+const fn ev(kwh: f64) -> Powertrain {
+    Powertrain::Electric { battery_kwh: kwh }
+}
+
+use Fuel::{Diesel, Gasoline};
 
 const GASOLINE_CARS: &[Model] = &[
-    ice("Toyota", "Camry", "4T1", Fuel::Gasoline, 60.0, 7.2),
-    ice("Honda", "Civic", "2HG", Fuel::Gasoline, 47.0, 6.6),
-    ice("Ford", "F-150", "1FT", Fuel::Gasoline, 98.0, 12.4),
-    ice("Volkswagen", "Golf", "WVW", Fuel::Gasoline, 50.0, 6.0),
-    ice("BMW", "320i", "WBA", Fuel::Gasoline, 59.0, 6.9),
-    ice("Chevrolet", "Silverado", "1GC", Fuel::Gasoline, 91.0, 12.8),
-    ice("Toyota", "RAV4", "2T3", Fuel::Gasoline, 55.0, 7.6),
-    ice("MINI", "Countryman", "WMW", Fuel::Gasoline, 51.0, 6.7),
+    model("Toyota", "Camry", "4T1", ice(Gasoline, 60.0), 7.2),
+    model("Honda", "Civic", "2HG", ice(Gasoline, 47.0), 6.6),
+    model("Ford", "F-150", "1FT", ice(Gasoline, 98.0), 12.4),
+    model("Volkswagen", "Golf", "WVW", ice(Gasoline, 50.0), 6.0),
+    model("BMW", "320i", "WBA", ice(Gasoline, 59.0), 6.9),
+    model("Chevrolet", "Silverado", "1GC", ice(Gasoline, 91.0), 12.8),
+    model("Toyota", "RAV4", "2T3", ice(Gasoline, 55.0), 7.6),
+    model("MINI", "Countryman", "WMW", ice(Gasoline, 51.0), 6.7),
 ];
 
 const DIESEL_VANS: &[Model] = &[
-    ice("Mercedes-Benz", "Sprinter", "WDB", Fuel::Diesel, 71.0, 9.8),
-    ice("Mercedes-Benz", "Vito", "WDF", Fuel::Diesel, 57.0, 8.1),
-    ice("Volkswagen", "Crafter", "WV1", Fuel::Diesel, 75.0, 9.6),
-    ice("Ford", "Transit", "WF0", Fuel::Diesel, 80.0, 10.4),
+    model("Mercedes-Benz", "Sprinter", "WDB", ice(Diesel, 71.0), 9.8),
+    model("Mercedes-Benz", "Vito", "WDF", ice(Diesel, 57.0), 8.1),
+    model("Volkswagen", "Crafter", "WV1", ice(Diesel, 75.0), 9.6),
+    model("Ford", "Transit", "WF0", ice(Diesel, 80.0), 10.4),
 ];
 
 const OTHER_EVS: &[Model] = &[
-    ev("Ford", "Mustang Mach-E", "3FM", 88.0, 19.6),
-    ev("Hyundai", "Ioniq 5", "KM8", 74.0, 17.4),
-    ev("Volkswagen", "ID.4", "WVG", 77.0, 18.1),
-    ev("Chevrolet", "Bolt EV", "1G1", 65.0, 16.4),
+    model("Ford", "Mustang Mach-E", "3FM", ev(88.0), 19.6),
+    model("Hyundai", "Ioniq 5", "KM8", ev(74.0), 17.4),
+    model("Volkswagen", "ID.4", "WVG", ev(77.0), 18.1),
+    model("Chevrolet", "Bolt EV", "1G1", ev(65.0), 16.4),
 ];
 
 const TESLAS: &[Model] = &[
-    ev("Tesla", "Model 3", "5YJ", 75.0, 14.9),
-    ev("Tesla", "Model Y", "7SA", 75.0, 16.6),
-    ev("Tesla", "Model S", "5YJ", 95.0, 18.2),
-    ev("Tesla", "Model X", "5YJ", 95.0, 21.3),
+    model("Tesla", "Model 3", "5YJ", ev(75.0), 14.9),
+    model("Tesla", "Model Y", "7SA", ev(75.0), 16.6),
+    model("Tesla", "Model S", "5YJ", ev(95.0), 18.2),
+    model("Tesla", "Model X", "5YJ", ev(95.0), 21.3),
 ];
 
 struct Metro {

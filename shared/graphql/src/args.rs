@@ -2,7 +2,7 @@
 //! `filter.source`, and GraphQL input values turned into the query crate's filters.
 
 use crate::context::{auth_error, caller};
-use crate::dialect::{Dialect, DialectSettings};
+use crate::dialect::{Dialect, DialectExt, DialectSettings};
 use crate::errors;
 use crate::scalars::parse_time_us;
 use async_graphql::dynamic::{ObjectAccessor, ResolverContext};
@@ -31,7 +31,7 @@ pub(crate) fn vehicle_for_vin(ctx: &ResolverContext<'_>) -> Result<String> {
 
 /// The root field's vehicle subject after its gates, run in gqlgen's directive order (the last
 /// listed runs first: `privileges`, then the vehicle token). The dialect names the argument
-/// ([`Dialect::vehicle_arg`]): a DID is compared with the token's asset; telemetry's `tokenId`
+/// ([`DialectExt::vehicle_arg`]): a DID is compared with the token's asset; telemetry's `tokenId`
 /// is compared with the decoded asset, then the DID is built from it.
 pub(crate) fn vehicle(
     ctx: &ResolverContext<'_>,

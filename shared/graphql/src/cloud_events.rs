@@ -8,7 +8,7 @@
 
 use crate::args::optional_time;
 use crate::context::caller;
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, DialectExt};
 use crate::scalars::time_value;
 use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
 use async_graphql::{Error, Name, Number, Result, Value};
@@ -36,6 +36,22 @@ pub struct CloudEvents {
     pub links: Option<Arc<dyn DeviceLinks>>,
 }
 
+impl CloudEvents {
+    /// Reads `db`, resolving payloads from the same `store` that signs `dataUrl`s.
+    pub fn new(
+        db: Arc<Db>,
+        store: Option<Arc<dq_blob::BlobStore>>,
+        links: Option<Arc<dyn DeviceLinks>>,
+    ) -> CloudEvents {
+        CloudEvents {
+            db,
+            payloads: Payloads::new(store.clone()),
+            store,
+            links,
+        }
+    }
+}
+
 pub(crate) fn backend<'a>(ctx: &ResolverContext<'a>) -> Result<&'a CloudEvents> {
     ctx.ctx
         .data_opt::<Arc<CloudEvents>>()
@@ -47,8 +63,8 @@ fn time_opt(v: &ObjectAccessor<'_>, key: &str) -> Result<Option<DateTime<Utc>>> 
     Ok(optional_time(v, key)?.and_then(DateTime::<Utc>::from_timestamp_micros))
 }
 
-/// Authorizes the subject ([`Dialect::vehicle_arg`]) and maps `CloudEventFilter` and the
-/// dialect's tombstone policy ([`Dialect::voiding`]) onto the shared filter.
+/// Authorizes the subject ([`DialectExt::vehicle_arg`]) and maps `CloudEventFilter` and the
+/// dialect's tombstone policy ([`DialectExt::voiding`]) onto the shared filter.
 async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
     let dialect = Dialect::of(ctx.ctx);
     let subject = ctx.args.try_get(dialect.vehicle_arg())?.string()?;
@@ -103,7 +119,7 @@ async fn authorized_filter(ctx: &ResolverContext<'_>) -> Result<Filter> {
 /// the payload budget) keep their text. A lake or blob-store failure answers the shared
 /// generic text ([`FetchError::client_message`]: `failed to query db`, or the blob store's S3
 /// code) — with INTERNAL_SERVER_ERROR where the dialect codes errors, like the signal fields,
-/// and bare in the fetch dialect ([`Dialect::codes_errors`]) — and its detail (catalog host
+/// and bare in the fetch dialect ([`DialectExt::codes_errors`]) — and its detail (catalog host
 /// and user, bucket, key) goes to the log only.
 fn fetch_error(ctx: &ResolverContext<'_>, e: FetchError) -> Error {
     crate::errors::from_fetch(Dialect::of(ctx.ctx), e)
@@ -255,7 +271,7 @@ async fn latest(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Option<Inde
     }
 }
 
-/// `latestCloudEvent`: no match is `null` or an error ([`Dialect::latest_may_be_null`]).
+/// `latestCloudEvent`: no match is `null` or an error ([`DialectExt::latest_may_be_null`]).
 pub async fn latest_cloud_event(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
     let filter = authorized_filter(ctx).await?;
     let voiding = filter.voiding;

@@ -2,7 +2,7 @@
 //! many statements may run at once ([`StatementSlots`]), whether execution started
 //! ([`Executed`]), and [`run`], which puts an engine call on the blocking pool under them.
 
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, DialectExt};
 use crate::errors;
 use async_graphql::dynamic::{FieldValue, ResolverContext};
 use async_graphql::{Context, Error, Result};

@@ -11,34 +11,58 @@ use dq_config::{Settings, VehicleRegistry};
 use dq_query::segments::Mechanism;
 use dq_rawquery::Voiding;
 
-/// A GraphQL dialect.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// dq's own dialect (`subject: String!`).
-    #[default]
-    Dq,
-    /// telemetry-api's (`tokenId: Int!`, attestations, vinVCLatest).
-    Telemetry,
-    /// fetch-api's (`did: String!`, includeDeleted, indexes).
-    Fetch,
-}
+pub use dq_reconcile::Dialect;
 
-impl Dialect {
-    /// Every dialect, for tests and tooling.
-    pub const ALL: [Dialect; 3] = [Dialect::Dq, Dialect::Telemetry, Dialect::Fetch];
-
-    /// The setting's spelling (`dq`, `telemetry`, `fetch`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Dialect::Dq => "dq",
-            Dialect::Telemetry => "telemetry",
-            Dialect::Fetch => "fetch",
-        }
-    }
-
+/// What the engine serves differently in each [`Dialect`] (the enum itself is dq-reconcile's,
+/// shared with the comparison rules and `dqctl reconcile`).
+pub trait DialectExt: Sized {
     /// The committed SDL of the dialect (`schema/<name>.graphql`); a test asserts the served
     /// schema equals it.
-    pub fn sdl(self) -> &'static str {
+    fn sdl(self) -> &'static str;
+
+    /// The error-text surface of the `auth` crate.
+    fn surface(self) -> dq_auth::Surface;
+
+    /// The dialect of the request's schema (dq when none is attached).
+    fn of(ctx: &Context<'_>) -> Self;
+
+    /// The argument that names the vehicle (or the subject of cloud events) in root fields:
+    /// `subject` (dq), `tokenId` (telemetry), `did` (fetch).
+    fn vehicle_arg(self) -> &'static str;
+
+    /// Whether the vehicle argument is an NFT token id (`Int!`, the DID built from it) rather
+    /// than a DID (`String!`).
+    fn vehicle_by_token_id(self) -> bool;
+
+    /// Whether cloud-event reads take `includeDeleted` (fetch-api's argument).
+    fn offers_include_deleted(self) -> bool;
+
+    /// The tombstone policy of a cloud-event read: fetch voids only events whose tombstone
+    /// comes from the same source, and nothing with `includeDeleted: true`; dq hides every
+    /// tombstoned event.
+    fn voiding(self, include_deleted: bool) -> Voiding;
+
+    /// Whether `latestCloudEvent` answers `null` when nothing matches (fetch: aliased
+    /// per-source lookups must not null each other) rather than an error (dq: non-null).
+    fn latest_may_be_null(self) -> bool;
+
+    /// Whether errors carry an `extensions.code` (fetch-api's had none).
+    fn codes_errors(self) -> bool;
+
+    /// A `DetectionMechanism` value as the dialect spells it: UPPER_SNAKE in dq, camelCase in
+    /// telemetry.
+    fn mechanism_name(self, m: Mechanism) -> &'static str;
+
+    /// The mechanism a dialect's enum value names.
+    fn mechanism(self, name: &str) -> Option<Mechanism>;
+
+    /// A shared text that names mechanisms (the dailyActivity rejection) in the dialect's
+    /// spelling.
+    fn spell_mechanisms(self, text: &str) -> String;
+}
+
+impl DialectExt for Dialect {
+    fn sdl(self) -> &'static str {
         match self {
             Dialect::Dq => include_str!("../schema/dq.graphql"),
             Dialect::Telemetry => include_str!("../schema/telemetry.graphql"),
@@ -46,8 +70,7 @@ impl Dialect {
         }
     }
 
-    /// The error-text surface of the `auth` crate.
-    pub fn surface(self) -> dq_auth::Surface {
+    fn surface(self) -> dq_auth::Surface {
         match self {
             Dialect::Dq => dq_auth::Surface::Dq,
             Dialect::Telemetry => dq_auth::Surface::Telemetry,
@@ -55,14 +78,11 @@ impl Dialect {
         }
     }
 
-    /// The dialect of the request's schema (dq when none is attached).
-    pub fn of(ctx: &Context<'_>) -> Dialect {
+    fn of(ctx: &Context<'_>) -> Dialect {
         ctx.data_opt::<Dialect>().copied().unwrap_or_default()
     }
 
-    /// The argument that names the vehicle (or the subject of cloud events) in root fields:
-    /// `subject` (dq), `tokenId` (telemetry), `did` (fetch).
-    pub fn vehicle_arg(self) -> &'static str {
+    fn vehicle_arg(self) -> &'static str {
         match self {
             Dialect::Dq => "subject",
             Dialect::Telemetry => "tokenId",
@@ -70,21 +90,15 @@ impl Dialect {
         }
     }
 
-    /// Whether the vehicle argument is an NFT token id (`Int!`, the DID built from it) rather
-    /// than a DID (`String!`).
-    pub fn vehicle_by_token_id(self) -> bool {
+    fn vehicle_by_token_id(self) -> bool {
         self == Dialect::Telemetry
     }
 
-    /// Whether cloud-event reads take `includeDeleted` (fetch-api's argument).
-    pub fn offers_include_deleted(self) -> bool {
+    fn offers_include_deleted(self) -> bool {
         self == Dialect::Fetch
     }
 
-    /// The tombstone policy of a cloud-event read: fetch voids only events whose tombstone
-    /// comes from the same source, and nothing with `includeDeleted: true`; dq hides every
-    /// tombstoned event.
-    pub fn voiding(self, include_deleted: bool) -> Voiding {
+    fn voiding(self, include_deleted: bool) -> Voiding {
         match (self.offers_include_deleted(), include_deleted) {
             (false, _) => Voiding::HideTombstones,
             (true, false) => Voiding::SourceMatched,
@@ -92,20 +106,15 @@ impl Dialect {
         }
     }
 
-    /// Whether `latestCloudEvent` answers `null` when nothing matches (fetch: aliased
-    /// per-source lookups must not null each other) rather than an error (dq: non-null).
-    pub fn latest_may_be_null(self) -> bool {
+    fn latest_may_be_null(self) -> bool {
         self == Dialect::Fetch
     }
 
-    /// Whether errors carry an `extensions.code` (fetch-api's had none).
-    pub fn codes_errors(self) -> bool {
+    fn codes_errors(self) -> bool {
         self != Dialect::Fetch
     }
 
-    /// A `DetectionMechanism` value as the dialect spells it: UPPER_SNAKE in dq, camelCase in
-    /// telemetry.
-    pub fn mechanism_name(self, m: Mechanism) -> &'static str {
+    fn mechanism_name(self, m: Mechanism) -> &'static str {
         match (self, m) {
             (Dialect::Telemetry, Mechanism::IgnitionDetection) => "ignitionDetection",
             (Dialect::Telemetry, Mechanism::FrequencyAnalysis) => "frequencyAnalysis",
@@ -117,30 +126,16 @@ impl Dialect {
         }
     }
 
-    /// The mechanism a dialect's enum value names.
-    pub fn mechanism(self, name: &str) -> Option<Mechanism> {
+    fn mechanism(self, name: &str) -> Option<Mechanism> {
         Mechanism::ALL
             .into_iter()
             .find(|m| self.mechanism_name(*m) == name)
     }
 
-    /// A shared text that names mechanisms (the dailyActivity rejection) in the dialect's
-    /// spelling.
-    pub fn spell_mechanisms(self, text: &str) -> String {
+    fn spell_mechanisms(self, text: &str) -> String {
         Mechanism::ALL.into_iter().fold(text.to_string(), |t, m| {
             t.replace(m.as_str(), self.mechanism_name(m))
         })
-    }
-}
-
-impl std::str::FromStr for Dialect {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Dialect, String> {
-        Dialect::ALL
-            .into_iter()
-            .find(|d| d.name() == s.trim())
-            .ok_or_else(|| format!("GRAPHQL_DIALECT must be dq, telemetry or fetch, not {s:?}"))
     }
 }
 
@@ -185,7 +180,7 @@ impl DialectSettings {
         let mut settings = Settings::new(lookup);
         let dialect = match settings
             .get("GRAPHQL_DIALECT")
-            .map(|v| v.parse::<Dialect>())
+            .map(|v| Dialect::parse_setting(&v, "GRAPHQL_DIALECT"))
         {
             None => Dialect::Dq,
             Some(Ok(d)) => d,
@@ -309,5 +304,9 @@ mod tests {
         ] {
             assert!(e.contains(key), "{e}");
         }
+        assert!(
+            e.contains(r#"GRAPHQL_DIALECT must be dq, telemetry or fetch, not "graphql""#),
+            "{e}"
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! and auth errors carry their dialect's text and (almost always) no code. A failed read of
 //! either engine (`dq-query`, `dq-rawquery`) is shaped by its code alone, in [`read_error`].
 
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, DialectExt};
 use async_graphql::{Error, ErrorExtensions};
 use dq_lake::ReadErrorCode;
 use std::fmt::Display;

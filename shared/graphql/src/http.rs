@@ -257,7 +257,8 @@ impl AppState {
 pub async fn state_from_env() -> Result<AppState, String> {
     let settings = dq_auth::AuthSettings::from_env().map_err(|e| e.to_string())?;
     let limits = Limits::from_lookup(|k| std::env::var(k).ok())?;
-    let blob_cfg = dq_blob::BlobConfig::from_env_with_secrets()
+    let secrets = dq_secrets::SecretsClient::from_env();
+    let blob_cfg = dq_blob::BlobConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets)
         .await
         .map_err(|e| format!("blob settings: {e}"))?;
     let store = if blob_cfg.bucket.is_empty() {
@@ -268,7 +269,7 @@ pub async fn state_from_env() -> Result<AppState, String> {
             .map_err(|e| format!("open blob store: {e}"))?;
         Some(Arc::new(store))
     };
-    let cfg = dq_lake::LakeConfig::from_env_with_secrets()
+    let cfg = dq_lake::LakeConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets)
         .await
         .map_err(|e| e.to_string())?;
     let lake = tokio::task::spawn_blocking(move || dq_lake::Lake::open(cfg))
@@ -289,12 +290,7 @@ pub async fn state_from_env() -> Result<AppState, String> {
         dq_auth::remote::validator(&settings, &http),
         limits,
     )?
-    .with_cloud_events(CloudEvents {
-        db,
-        payloads: dq_rawquery::Payloads::new(store.clone()),
-        store,
-        links,
-    })
+    .with_cloud_events(CloudEvents::new(db, store, links))
     .with_observe(crate::observe::Observe::from_env()?))
 }
 

@@ -7,7 +7,7 @@
 //! A deployment serves one dialect ([`Dialect`], `GRAPHQL_DIALECT`). Shared types are
 //! registered once per set ([`schema::register_signal_types`],
 //! [`schema::register_cloud_event_types`]); root resolvers are thin adapters that ask the
-//! dialect ([`Dialect`]'s methods) for argument names, gates, enum spelling, null and voiding
+//! dialect ([`DialectExt`]) for argument names, gates, enum spelling, null and voiding
 //! policies and error texts.
 //!
 //! # Layers
@@ -20,10 +20,13 @@
 //! 3. [`args`]: argument parsing (vehicle argument and gates, times, filters).
 //! 4. [`signals`], [`segments`], [`cloud_events`]: the resolvers of each feature.
 //! 5. [`telemetry`]: telemetry's own operations (over the cloud-event backend).
-//! 6. [`schema`]: the types and each dialect's root `Query` (committed SDL: [`Dialect::sdl`]).
+//! 6. [`schema`]: the types and each dialect's root `Query` (committed SDL: [`DialectExt::sdl`]).
 //! 7. [`http`]: `/query`, the limits, readiness, the process state.
 //! 8. [`mcp`], [`shadow`]: `/mcp` over `/query`; shadow mode around `/query`.
 //! 9. [`router`](mod@router): the router of a deployment.
+//!
+//! Feature `testing` adds `testing`: a deployment over one lake on a local port, for other
+//! crates' tests.
 #![warn(missing_docs)]
 
 pub mod args;
@@ -44,7 +47,9 @@ pub mod segments;
 pub mod shadow;
 pub mod signals;
 pub mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;
 
-pub use dialect::{Dialect, DialectSettings};
+pub use dialect::{Dialect, DialectExt, DialectSettings};
 pub use http::{AppState, Limits};
 pub use router::router;

@@ -4,7 +4,7 @@
 
 use crate::args::{field, list, opt_string, optional_time, time_arg, vehicle, TokenIdCheck};
 use crate::context::{auth_error, caller, run};
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, DialectExt};
 use crate::errors;
 use crate::scalars::{location_value, number, object, time_value};
 use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};

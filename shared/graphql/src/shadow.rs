@@ -165,8 +165,28 @@ pub struct Shadow {
     comparator: dq_reconcile::Comparator,
     client: reqwest::Client,
     slots: Arc<Semaphore>,
-    counts: [AtomicU64; 4],
+    counts: Counters,
     metrics: Emitter,
+}
+
+/// One live counter per [`Outcome`].
+#[derive(Debug, Default)]
+struct Counters {
+    matched: AtomicU64,
+    mismatched: AtomicU64,
+    failed: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl Counters {
+    fn of(&self, outcome: Outcome) -> &AtomicU64 {
+        match outcome {
+            Outcome::Matched => &self.matched,
+            Outcome::Mismatched => &self.mismatched,
+            Outcome::Failed => &self.failed,
+            Outcome::Dropped => &self.dropped,
+        }
+    }
 }
 
 /// What the comparison needs of the live request.
@@ -188,19 +208,14 @@ impl Shadow {
             .timeout(config.timeout)
             .build()
             .map_err(|e| format!("shadow HTTP client: {e}"))?;
-        let comparator = dq_reconcile::Comparator::new(match dialect {
-            Dialect::Dq => dq_reconcile::Dialect::Dq,
-            Dialect::Telemetry => dq_reconcile::Dialect::Telemetry,
-            Dialect::Fetch => dq_reconcile::Dialect::Fetch,
-        })
-        .with_epsilon(config.epsilon);
+        let comparator = dq_reconcile::Comparator::new(dialect).with_epsilon(config.epsilon);
         Ok(Shadow {
             slots: Arc::new(Semaphore::new(config.max_in_flight)),
             config,
             dialect,
             comparator,
             client,
-            counts: Default::default(),
+            counts: Counters::default(),
             metrics: Emitter::new(NAMESPACE, DIMENSIONS, Origin::from_env()),
         })
     }
@@ -224,7 +239,7 @@ impl Shadow {
 
     /// Outcome counts so far.
     pub fn totals(&self) -> ShadowTotals {
-        let n = |o: Outcome| self.counts[o as usize].load(Ordering::Relaxed);
+        let n = |o: Outcome| self.counts.of(o).load(Ordering::Relaxed);
         ShadowTotals {
             matched: n(Outcome::Matched),
             mismatched: n(Outcome::Mismatched),
@@ -234,7 +249,7 @@ impl Shadow {
     }
 
     fn count(&self, outcome: Outcome) {
-        self.counts[outcome as usize].fetch_add(1, Ordering::Relaxed);
+        self.counts.of(outcome).fetch_add(1, Ordering::Relaxed);
         self.metrics.emit(
             &[],
             &[Metric::new(outcome.metric(), 1.0, dq_metrics::emf::COUNT)],

@@ -174,7 +174,10 @@ fn keyword_segments(dsn: &str) -> Vec<&str> {
             return out;
         }
         let start = i;
-        while i < b.len() && !ws(i) && b[i] != b'=' {
+        while b
+            .get(i)
+            .is_some_and(|&c| !c.is_ascii_whitespace() && c != b'=')
+        {
             i += 1;
         }
         let mut j = i;
@@ -188,8 +191,8 @@ fn keyword_segments(dsn: &str) -> Vec<&str> {
             }
             if b.get(i) == Some(&b'\'') {
                 i += 1;
-                while i < b.len() {
-                    match b[i] {
+                while let Some(&c) = b.get(i) {
+                    match c {
                         b'\\' => i += 2,
                         b'\'' => {
                             i += 1;

@@ -1,6 +1,6 @@
 //! Lake settings: named environment keys (the Go system's names), read once into [`LakeConfig`].
 //! A PostgreSQL DSN may instead live in Secrets Manager ([`DUCKLAKE_CATALOG_SECRET_ARN`]): it is
-//! fetched by [`LakeConfig::from_env_with_secrets`] and re-read when the catalog refuses it.
+//! fetched by [`LakeConfig::from_lookup_with_secrets`] and re-read when the catalog refuses it.
 
 use std::path::PathBuf;
 
@@ -41,9 +41,11 @@ pub const DUCKDB_THREADS: &str = "DUCKDB_THREADS";
 pub const DUCKDB_TEMP_DIRECTORY: &str = "DUCKDB_TEMP_DIRECTORY";
 /// Directory holding `v1.5.4/<platform>/<name>.duckdb_extension` (filled by `make extensions`).
 pub const DUCKDB_EXTENSION_DIR: &str = "DUCKDB_EXTENSION_DIR";
-/// The S3 keys of the data path, spelled once for the lake and the blob store.
+/// The S3 keys and settings of the data path, spelled and read once for the lake and the blob
+/// store.
 pub use dq_config::s3::{
-    S3_AWS_ACCESS_KEY_ID, S3_AWS_REGION, S3_AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, S3_KMS_KEY_ID,
+    S3Config, S3_AWS_ACCESS_KEY_ID, S3_AWS_REGION, S3_AWS_SECRET_ACCESS_KEY, S3_ENDPOINT,
+    S3_KMS_KEY_ID,
 };
 /// DuckDB-only S3 endpoint override, preferred over [`S3_ENDPOINT`] for the data path.
 pub const DUCKDB_S3_ENDPOINT: &str = "DUCKDB_S3_ENDPOINT";
@@ -51,36 +53,6 @@ pub const DUCKDB_S3_ENDPOINT: &str = "DUCKDB_S3_ENDPOINT";
 /// The extension directory used when [`DUCKDB_EXTENSION_DIR`] is unset (what `make extensions`
 /// fills, relative to the working directory).
 pub const DEFAULT_EXTENSION_DIR: &str = ".extensions";
-
-/// S3 settings for a `s3://` data path.
-#[derive(Clone, Default)]
-pub struct S3Config {
-    /// Region, if set.
-    pub region: Option<String>,
-    /// Static key id; `None` selects the credential chain.
-    pub access_key_id: Option<String>,
-    /// Static secret key.
-    pub secret_access_key: Option<String>,
-    /// Endpoint URL (`http://127.0.0.1:5000`) for S3-compatible stores.
-    pub endpoint: Option<String>,
-    /// SSE-KMS key ARN.
-    pub kms_key_id: Option<String>,
-}
-
-impl std::fmt::Debug for S3Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("S3Config")
-            .field("region", &self.region)
-            .field("access_key_id", &self.access_key_id)
-            .field(
-                "secret_access_key",
-                &self.secret_access_key.as_ref().map(|_| "***"),
-            )
-            .field("endpoint", &self.endpoint)
-            .field("kms_key_id", &self.kms_key_id)
-            .finish()
-    }
-}
 
 /// Everything needed to open the lake.
 #[derive(Debug, Clone)]
@@ -101,7 +73,7 @@ pub struct LakeConfig {
     pub temp_directory: Option<PathBuf>,
     /// Where the pinned extensions are.
     pub extension_dir: PathBuf,
-    /// S3 settings for the data path.
+    /// S3 settings for a `s3://` data path.
     pub s3: S3Config,
     /// The secret the PostgreSQL DSN came from: [`crate::Lake::open`] starts from its cached
     /// value and re-reads it once when the catalog refuses the credentials (a rotation).
@@ -132,22 +104,14 @@ impl LakeConfig {
     }
 
     /// Reads the settings from the process environment; a DSN kept in Secrets Manager is
-    /// refused here (use [`LakeConfig::from_env_with_secrets`]).
+    /// refused here (use [`LakeConfig::from_lookup_with_secrets`]).
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(dq_config::env_lookup)
     }
 
-    /// Reads the settings from the process environment and, when [`DUCKLAKE_CATALOG_SECRET_ARN`]
-    /// is set, fetches the DSN with the standard AWS chain. What every function calls at init.
-    pub async fn from_env_with_secrets() -> Result<Self> {
-        Self::from_lookup_with_secrets(
-            dq_config::env_lookup,
-            &dq_secrets::SecretsClient::from_env(),
-        )
-        .await
-    }
-
-    /// Reads the settings through `get`, fetching a secret DSN through `client`.
+    /// Reads the settings through `get` (a function passes `dq_config::env_lookup`) and, when
+    /// [`DUCKLAKE_CATALOG_SECRET_ARN`] is set, fetches the DSN through `client`. What every
+    /// function calls at init.
     pub async fn from_lookup_with_secrets(
         get: impl Fn(&str) -> Option<String>,
         client: &dq_secrets::SecretsClient,
@@ -171,7 +135,7 @@ impl LakeConfig {
             (cfg, None) => Ok(cfg),
             (_, Some(_)) => Err(Error::Config(format!(
                 "{DUCKLAKE_CATALOG_SECRET_ARN} is set: the DSN must be fetched \
-                 (LakeConfig::from_env_with_secrets)"
+                 (LakeConfig::from_lookup_with_secrets)"
             ))),
         }
     }
@@ -268,15 +232,10 @@ impl LakeConfig {
         if let Some(dir) = settings.get(DUCKDB_EXTENSION_DIR) {
             cfg.extension_dir = PathBuf::from(dir);
         }
-        cfg.s3 = S3Config {
-            region: settings.get(S3_AWS_REGION),
-            access_key_id: settings.get(S3_AWS_ACCESS_KEY_ID),
-            secret_access_key: settings.get(S3_AWS_SECRET_ACCESS_KEY),
-            endpoint: settings
-                .get(DUCKDB_S3_ENDPOINT)
-                .or_else(|| settings.get(S3_ENDPOINT)),
-            kms_key_id: settings.get(S3_KMS_KEY_ID),
-        };
+        cfg.s3 = S3Config::read(&settings);
+        if let Some(endpoint) = settings.get(DUCKDB_S3_ENDPOINT) {
+            cfg.s3.endpoint = Some(endpoint);
+        }
         Ok((cfg, secret))
     }
 
@@ -399,7 +358,7 @@ mod tests {
         let err = LakeConfig::from_lookup(lookup(&[(DUCKLAKE_CATALOG_SECRET_ARN, "arn:x")]))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("from_env_with_secrets"), "{err}");
+        assert!(err.contains("from_lookup_with_secrets"), "{err}");
     }
 
     #[test]

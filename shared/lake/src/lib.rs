@@ -26,6 +26,7 @@ pub mod raw;
 pub mod redact;
 pub mod retry;
 #[cfg(feature = "testing")]
+#[allow(clippy::expect_used)] // Test fixtures: a lake that cannot be set up fails the test.
 pub mod testing;
 
 use std::path::{Path, PathBuf};
@@ -407,10 +408,10 @@ fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
-    while i < bytes.len() {
+    while let Some(&byte) = bytes.get(i) {
         let hex = |b: u8| (b as char).to_digit(16);
         match (
-            bytes[i],
+            byte,
             bytes.get(i + 1).copied().and_then(hex),
             bytes.get(i + 2).copied().and_then(hex),
         ) {
@@ -465,6 +466,8 @@ pub struct Conn {
     inner: Option<duckdb::Connection>,
 }
 
+// `inner` is `None` only inside `drop`, so these accessors cannot fail: Deref has no error path.
+#[allow(clippy::expect_used)]
 impl std::ops::Deref for Conn {
     type Target = duckdb::Connection;
 
@@ -475,6 +478,7 @@ impl std::ops::Deref for Conn {
     }
 }
 
+#[allow(clippy::expect_used)] // As Deref.
 impl std::ops::DerefMut for Conn {
     fn deref_mut(&mut self) -> &mut duckdb::Connection {
         self.inner

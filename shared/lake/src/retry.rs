@@ -11,13 +11,15 @@ pub const CONFLICT_BACKOFF: [Duration; 2] =
 /// Runs `op`, retrying it while it fails with a commit conflict. Any other error, or a conflict
 /// on the last attempt, is returned as is.
 pub fn on_conflict<T>(what: &str, mut op: impl FnMut() -> Result<T>) -> Result<T> {
-    let mut attempt = 0;
+    let mut delays = CONFLICT_BACKOFF.iter().enumerate();
     loop {
         match op() {
-            Err(e) if e.is_commit_conflict() && attempt < CONFLICT_BACKOFF.len() => {
+            Err(e) if e.is_commit_conflict() => {
+                let Some((attempt, delay)) = delays.next() else {
+                    return Err(e);
+                };
                 tracing::warn!(what, attempt = attempt + 1, error = %e, "commit conflict, retrying");
-                std::thread::sleep(CONFLICT_BACKOFF[attempt]);
-                attempt += 1;
+                std::thread::sleep(*delay);
             }
             other => return other,
         }

@@ -13,8 +13,13 @@ pub trait Clock: Send + Sync + Debug {
 
     /// Whole seconds since the Unix epoch (rounded down).
     fn now_secs(&self) -> i64 {
-        self.now_millis().div_euclid(1000)
+        epoch_secs(self.now_millis())
     }
+}
+
+/// Whole epoch seconds (rounded down) of `millis` since the epoch.
+pub(crate) fn epoch_secs(millis: i64) -> i64 {
+    millis.div_euclid(1000)
 }
 
 /// The system's wall clock.

@@ -34,7 +34,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 
 use crate::config::LeaseConfig;
-use crate::{LeaseError, LeaseGuard, LostReason, Result};
+use crate::{LeaseError, LeaseGuard, LostReason, Result, Term};
 
 /// The partition key attribute (S).
 pub const KEY: &str = "lease_id";
@@ -98,14 +98,12 @@ impl DynamoBackend {
     }
 
     /// Takes the lease for `holder`, or extends it if `holder` already has it.
-    pub(crate) async fn acquire(
-        &self,
-        holder: &str,
-        now_millis: i64,
-        ttl_secs: i64,
-    ) -> Result<LeaseGuard> {
-        let now = now_millis.div_euclid(1000);
-        let expires_at = now.saturating_add(ttl_secs);
+    pub(crate) async fn acquire(&self, holder: &str, term: Term) -> Result<LeaseGuard> {
+        let Term {
+            now_millis,
+            now,
+            expires_at,
+        } = term;
         // The fence of a fresh item: `if_not_exists(fence, seed) + 1` = the clock in millis.
         let seed = now_millis.saturating_sub(1).max(0);
         let mut last_seen = None;
@@ -202,13 +200,8 @@ impl DynamoBackend {
         }
     }
 
-    /// Extends `guard`'s lease to `now + ttl` if it is still the holder with the same fence.
-    pub(crate) async fn renew(
-        &self,
-        guard: &LeaseGuard,
-        now: i64,
-        ttl_secs: i64,
-    ) -> Result<LeaseGuard> {
+    /// Extends `guard`'s lease to the end of `term` if it is still the holder with the same fence.
+    pub(crate) async fn renew(&self, guard: &LeaseGuard, term: Term) -> Result<LeaseGuard> {
         let renewed = self
             .update(
                 "SET #expires_at = :expires, #renewed_at = :now",
@@ -216,8 +209,8 @@ impl DynamoBackend {
             )
             .expression_attribute_values(":me", s(&guard.holder))
             .expression_attribute_values(":fence", n(guard.fence))
-            .expression_attribute_values(":expires", n(now.saturating_add(ttl_secs)))
-            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":expires", n(term.expires_at))
+            .expression_attribute_values(":now", n(term.now))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()

@@ -299,14 +299,10 @@ impl Lease {
     /// # Errors
     /// [`LeaseError::Held`] when another holder has it: a normal outcome, "a peer is running".
     pub async fn acquire(&self, ttl: Duration) -> Result<LeaseGuard> {
-        let now_millis = self.clock.now_millis();
+        let term = Term::new(self.clock.now_millis(), ttl);
         let guard = match &self.backend {
-            Backend::Dynamo(dynamo) => {
-                dynamo
-                    .acquire(&self.holder, now_millis, ttl_secs(ttl))
-                    .await
-            }
-            Backend::Local(local) => local.acquire(&self.holder, now_millis, ttl_secs(ttl)),
+            Backend::Dynamo(dynamo) => dynamo.acquire(&self.holder, term).await,
+            Backend::Local(local) => local.acquire(&self.holder, term),
         };
         match &guard {
             Ok(guard) => tracing::info!(
@@ -407,10 +403,10 @@ impl Lease {
     /// [`LeaseError::Lost`] unless this holder still has it with the guard's fence.
     pub async fn renew(&self, guard: &LeaseGuard, ttl: Duration) -> Result<LeaseGuard> {
         self.ensure_own(guard)?;
-        let now = self.clock.now_secs();
+        let term = Term::new(self.clock.now_millis(), ttl);
         let renewed = match &self.backend {
-            Backend::Dynamo(dynamo) => dynamo.renew(guard, now, ttl_secs(ttl)).await,
-            Backend::Local(local) => local.renew(guard, now, ttl_secs(ttl)),
+            Backend::Dynamo(dynamo) => dynamo.renew(guard, term).await,
+            Backend::Local(local) => local.renew(guard, term),
         };
         self.log_lost(&renewed);
         renewed
@@ -501,6 +497,30 @@ impl Lease {
     fn log_lost<T>(&self, result: &Result<T>) {
         if let Err(error @ LeaseError::Lost { .. }) = result {
             tracing::warn!(lease = %self, holder = %self.holder, %error, "lease lost");
+        }
+    }
+}
+
+/// The instant of one acquire or renew and the expiry it grants, in the backends' units: whole
+/// epoch seconds (the DynamoDB TTL attribute's), and the milliseconds fresh fences are seeded from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Term {
+    /// Milliseconds since the epoch.
+    now_millis: i64,
+    /// Whole seconds since the epoch (rounded down).
+    now: i64,
+    /// `now` + the TTL in whole seconds (rounded up).
+    expires_at: i64,
+}
+
+impl Term {
+    /// The term of a lease granted at `now_millis` for `ttl`.
+    fn new(now_millis: i64, ttl: Duration) -> Self {
+        let now = clock::epoch_secs(now_millis);
+        Term {
+            now_millis,
+            now,
+            expires_at: now.saturating_add(ttl_secs(ttl)),
         }
     }
 }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::dynamo::Snapshot;
-use crate::{LeaseError, LeaseGuard, LostReason, Result};
+use crate::{LeaseError, LeaseGuard, LostReason, Result, Term};
 
 /// How often acquire reopens the path when the file was replaced between open and lock.
 const OPEN_ROUNDS: usize = 3;
@@ -102,14 +102,12 @@ impl LocalBackend {
     }
 
     /// Takes the lock for `holder` with a new fence, or extends it if this handle holds it.
-    pub(crate) fn acquire(
-        &self,
-        holder: &str,
-        now_millis: i64,
-        ttl_secs: i64,
-    ) -> Result<LeaseGuard> {
-        let now = now_millis.div_euclid(1000);
-        let expires_at = now.saturating_add(ttl_secs);
+    pub(crate) fn acquire(&self, holder: &str, term: Term) -> Result<LeaseGuard> {
+        let Term {
+            now_millis,
+            now,
+            expires_at,
+        } = term;
         let mut state = self.lock_state();
         if let Some(held) = state.as_ref() {
             if held.holder == holder && self.is_current_file(&held.file)? {
@@ -140,7 +138,7 @@ impl LocalBackend {
                             (record.holder, record.expires_at)
                         }
                         // Locked but not written yet (or released a moment ago).
-                        _ => ("unknown".to_owned(), now.saturating_add(ttl_secs)),
+                        _ => ("unknown".to_owned(), expires_at),
                     };
                     return Err(LeaseError::Held {
                         lease_id: self.lease_id(),
@@ -196,11 +194,11 @@ impl LocalBackend {
     }
 
     /// Extends the lease of `guard` if this handle still holds it with the same fence.
-    pub(crate) fn renew(&self, guard: &LeaseGuard, now: i64, ttl_secs: i64) -> Result<LeaseGuard> {
+    pub(crate) fn renew(&self, guard: &LeaseGuard, term: Term) -> Result<LeaseGuard> {
         let mut state = self.lock_state();
         let mut record = self.verify(&mut state, guard)?;
-        record.expires_at = now.saturating_add(ttl_secs);
-        record.renewed_at = now;
+        record.expires_at = term.expires_at;
+        record.renewed_at = term.now;
         let held = state.as_ref().ok_or_else(|| not_held(guard))?;
         self.write(&held.file, &record)?;
         Ok(self.guard(&record, self.yield_request()?))

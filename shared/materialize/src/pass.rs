@@ -187,86 +187,72 @@ struct ProgressState {
 }
 
 /// Builds a [`Materializer`]. Every knob has the default of [`Config::default`].
-pub struct MaterializerBuilder {
-    lake: Lake,
-    blobs: Option<Arc<BlobStore>>,
-    config: Config,
-    clock: Arc<dyn Clock>,
-    chunk_rows: usize,
-    metrics: dq_metrics::Emitter,
-}
+/// It holds the materializer it configures; [`MaterializerBuilder::build`] readies the lake.
+pub struct MaterializerBuilder(Materializer);
 
 impl MaterializerBuilder {
     /// Sets the blob store payloads are fetched from (none: a blob reference aborts the pass).
     pub fn blobs(mut self, blobs: Option<Arc<BlobStore>>) -> Self {
-        self.blobs = blobs;
+        self.0.blobs = blobs;
         self
     }
 
     /// Sets every [`Config`] knob.
     pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
+        self.0.config = config;
         self
     }
 
     /// Snapshots per span (default 16; values below 1 become 1).
     pub fn max_snapshot_span(mut self, span: i64) -> Self {
-        self.config.max_snapshot_span = span.max(1);
+        self.0.config.max_snapshot_span = span.max(1);
         self
     }
 
     /// Raw rows per window (default 100 000) and payload bytes per window (default 64 MiB).
     pub fn window(mut self, rows: usize, bytes: usize) -> Self {
-        self.config.window_rows = rows.max(1);
-        self.config.window_bytes = bytes.max(1);
+        self.0.config.window_rows = rows.max(1);
+        self.0.config.window_bytes = bytes.max(1);
         self
     }
 
     /// Rows per feed read inside a window (default [`CHUNK_ROWS`]).
     pub fn chunk_rows(mut self, rows: usize) -> Self {
-        self.chunk_rows = rows.max(1);
+        self.0.chunk_rows = rows.max(1);
         self
     }
 
     /// The vehicle gate (default: disabled).
     pub fn gate(mut self, gate: dq_decode::VehicleGate) -> Self {
-        self.config.gate = gate;
+        self.0.config.gate = gate;
         self
     }
 
     /// Print EMF metric lines (default from [`Config`]: true).
     pub fn emf(mut self, on: bool) -> Self {
-        self.config.emf = on;
+        self.0.config.emf = on;
         self
     }
 
     /// The clock (default [`SystemClock`]; tests pass a [`dq_lease::ManualClock`]).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.0.clock = clock;
         self
     }
 
     /// Where EMF lines go (default stdout; tests capture them).
     pub fn metrics_sink(mut self, sink: dq_metrics::Sink) -> Self {
-        self.metrics = self.metrics.with_sink(sink);
+        self.0.metrics = self.0.metrics.with_sink(sink);
         self
     }
 
     /// Creates dq's tables where missing and returns the materializer.
     pub fn build(self) -> Result<Materializer> {
-        let report = schema::ensure(&self.lake)?;
+        let report = schema::ensure(&self.0.lake)?;
         if !report.created.is_empty() {
             info!(created = ?report.created, "decoded tables created");
         }
-        Ok(Materializer {
-            lake: self.lake,
-            blobs: self.blobs,
-            config: self.config,
-            clock: self.clock,
-            chunk_rows: self.chunk_rows,
-            progress: Mutex::new(ProgressState::default()),
-            metrics: self.metrics,
-        })
+        Ok(self.0)
     }
 }
 
@@ -306,14 +292,15 @@ struct Window {
 impl Materializer {
     /// A builder over `lake` with default settings.
     pub fn builder(lake: Lake) -> MaterializerBuilder {
-        MaterializerBuilder {
+        MaterializerBuilder(Materializer {
             lake,
             blobs: None,
             config: Config::default(),
             clock: Arc::new(SystemClock),
             chunk_rows: CHUNK_ROWS,
+            progress: Mutex::new(ProgressState::default()),
             metrics: metrics::emitter(),
-        }
+        })
     }
 
     /// Recovers from a failed invocation: when `error` says DuckDB invalidated the instance
@@ -1157,6 +1144,10 @@ impl Materializer {
                     types::TOMBSTONE
                 ))?;
             }
+            r.stray_voids_rows = q(&format!(
+                "SELECT count(*) FROM lake.raw_events WHERE voids_id <> '' AND type <> '{}'",
+                types::TOMBSTONE
+            ))?;
         } else {
             r.orphan_signal_rows = q("SELECT count(*) FROM lake.signals")?;
             r.orphan_event_rows = q("SELECT count(*) FROM lake.events")?;
@@ -1169,6 +1160,7 @@ impl Materializer {
             && r.orphan_signal_rows == 0
             && r.orphan_event_rows == 0
             && r.voided_rows == 0
+            && r.stray_voids_rows == 0
             && r.cursor <= r.head
             && sd == 0
             && ed == 0;

@@ -137,17 +137,21 @@ pub async fn resolve(
                         message: e.to_string(),
                     })
                 })?;
+                // Every pending slot was pushed above; a missing one has nothing to fill.
+                let Some(entry) = slots.get_mut(slot) else {
+                    continue;
+                };
                 match got {
                     Ok(bytes) => {
-                        if let Some(event) = slots[slot].as_mut() {
+                        if let Some(event) = entry.as_mut() {
                             event.data = Some(String::from_utf8_lossy(&bytes).into_owned());
                         }
                     }
                     Err(e) if e.is_poison() || e.is_access_denied() => {
-                        let id = slots[slot].as_ref().map(|ev| ev.header.id.clone());
+                        let id = entry.as_ref().map(|ev| ev.header.id.clone());
                         tracing::warn!(cloud_event_id = ?id, reason = e.reason(), error = %e, "blob poison, row skipped");
                         out.count(&format!("blob_{}", e.reason()));
-                        slots[slot] = None;
+                        *entry = None;
                     }
                     Err(e) => return Err(Error::TransientBlob(e)),
                 }

@@ -244,6 +244,10 @@ pub struct AuditReport {
     pub orphan_event_rows: i64,
     /// Decoded rows of voided events.
     pub voided_rows: i64,
+    /// Raw rows with a non-empty `voids_id` whose type is not `dimo.tombstone`: din never writes
+    /// them, and both voiding rules (the materializer's and the readers' tombstone probe) look
+    /// only at `dimo.tombstone` rows.
+    pub stray_voids_rows: i64,
     /// Rows of `signals_latest` EXCEPT ALL its recompute, both ways.
     pub signals_latest_diff: i64,
     /// Rows of `events_latest` EXCEPT ALL its recompute, both ways.

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use chrono::{TimeZone, Utc};
+use chrono::{DateTime, TimeZone, Utc};
 use dq_blob::BlobStore;
 use dq_cloudevent::event::RawEvent;
 use dq_decode::rows::{EventRow, SignalRow};
@@ -59,59 +59,63 @@ pub fn expected(
         })
         .collect();
     let out = decode_batch(&events, &VehicleGate::DISABLED, Utc::now());
+    (
+        sorted_signals(first_per_write_key(out.signal_rows)),
+        sorted_events(first_per_write_key(out.event_rows)),
+    )
+}
+
+/// What the oracle orders and deduplicates a decoded row by; signal and event rows share it.
+trait DecodedRow {
+    /// (subject, name, timestamp, cloud_event_id, subject_bucket): the canonical order (the
+    /// bucket follows from the subject) and, without the subject, the W1 write key.
+    fn identity(&self) -> (&str, &str, DateTime<Utc>, &str, i32);
+}
+
+// Both row types name the identity columns alike; one body serves them.
+macro_rules! decoded_row {
+    ($($row:ty),*) => {$(
+        impl DecodedRow for $row {
+            fn identity(&self) -> (&str, &str, DateTime<Utc>, &str, i32) {
+                (
+                    &self.subject,
+                    &self.name,
+                    self.timestamp,
+                    &self.cloud_event_id,
+                    self.subject_bucket,
+                )
+            }
+        }
+    )*};
+}
+
+decoded_row!(SignalRow, EventRow);
+
+/// The first row of each write key, as the idempotent insert keeps it.
+fn first_per_write_key<R: DecodedRow>(rows: Vec<R>) -> Vec<R> {
     let mut seen = BTreeSet::new();
-    let signals = out
-        .signal_rows
-        .into_iter()
+    rows.into_iter()
         .filter(|r| {
-            seen.insert((
-                r.subject_bucket,
-                r.cloud_event_id.clone(),
-                r.name.clone(),
-                r.timestamp,
-            ))
+            let (_, name, timestamp, id, bucket) = r.identity();
+            seen.insert((bucket, id.to_owned(), name.to_owned(), timestamp))
         })
-        .collect();
-    let mut seen = BTreeSet::new();
-    let events = out
-        .event_rows
-        .into_iter()
-        .filter(|r| {
-            seen.insert((
-                r.subject_bucket,
-                r.cloud_event_id.clone(),
-                r.name.clone(),
-                r.timestamp,
-            ))
-        })
-        .collect();
-    (sorted_signals(signals), sorted_events(events))
+        .collect()
+}
+
+/// Rows in the canonical order (subject, name, timestamp, event id).
+fn sorted<R: DecodedRow>(mut v: Vec<R>) -> Vec<R> {
+    v.sort_by(|a, b| a.identity().cmp(&b.identity()));
+    v
 }
 
 /// Signal rows in a canonical order (subject, name, timestamp, event id).
-pub fn sorted_signals(mut v: Vec<SignalRow>) -> Vec<SignalRow> {
-    v.sort_by(|a, b| {
-        (&a.subject, &a.name, a.timestamp, &a.cloud_event_id).cmp(&(
-            &b.subject,
-            &b.name,
-            b.timestamp,
-            &b.cloud_event_id,
-        ))
-    });
-    v
+pub fn sorted_signals(v: Vec<SignalRow>) -> Vec<SignalRow> {
+    sorted(v)
 }
 
 /// Event rows in a canonical order (subject, name, timestamp, event id).
-pub fn sorted_events(mut v: Vec<EventRow>) -> Vec<EventRow> {
-    v.sort_by(|a, b| {
-        (&a.subject, &a.name, a.timestamp, &a.cloud_event_id).cmp(&(
-            &b.subject,
-            &b.name,
-            b.timestamp,
-            &b.cloud_event_id,
-        ))
-    });
-    v
+pub fn sorted_events(v: Vec<EventRow>) -> Vec<EventRow> {
+    sorted(v)
 }
 
 /// Everything in `lake.signals`.
@@ -186,4 +190,15 @@ pub async fn run_span_bypassing_lease(
 ) -> crate::Result<crate::SpanSummary> {
     m.run_span_as(crate::pass::Writer::bypassing_lease(fence))
         .await
+}
+
+/// Drains `m` until it has caught up with the raw table; fails the test if 100 runs do not get
+/// there (each run reads at most its window budget, so a small fixture needs a few).
+pub async fn drain_until_caught_up(m: &crate::Materializer) {
+    for _ in 0..100 {
+        if m.drain(None, None).await.unwrap().caught_up {
+            return;
+        }
+    }
+    panic!("the materializer did not catch up in 100 runs");
 }

@@ -220,7 +220,7 @@ pub fn event_batch(rows: &[EventRow]) -> Result<RecordBatch> {
         .zip(&columns)
         .map(|((n, _), c)| Field::new(*n, c.data_type().clone(), true))
         .collect();
-    debug_assert_eq!(fields[8].data_type(), &tstz());
+    debug_assert_eq!(fields.get(8).map(Field::data_type), Some(&tstz()));
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err("events"))
 }
 

@@ -174,11 +174,7 @@ impl SignalSource for LakeSource<'_> {
                 c.query_row(&probe, params![subject], |r| Ok((r.get(0)?, r.get(1)?)))
             })?;
         Ok(match (on, first) {
-            (true, Some(first)) => vec![StateChange {
-                ts: ts(first),
-                new_state: 1.0,
-                prev_state: 0.0,
-            }],
+            (true, Some(first)) => vec![StateChange::synthetic_on(ts(first))],
             _ => Vec::new(),
         })
     }
@@ -481,17 +477,20 @@ impl Engine {
             rows.collect()
         })?;
         for (idx, fix_ts, lat, lon, hdop, heading) in rows {
-            let Some(i) = usize::try_from(idx).ok().filter(|i| *i < out.len()) else {
+            let Some((probe, slot)) = usize::try_from(idx)
+                .ok()
+                .and_then(|i| probes_us.get(i).zip(out.get_mut(i)))
+            else {
                 continue;
             };
             let (Some(fix_ts), Some(latitude), Some(longitude)) = (fix_ts, lat, lon) else {
                 continue;
             };
             // The per-probe floor: the scan floor is the earliest probe's.
-            if fix_ts < probes_us[i].saturating_sub(lookback) {
+            if fix_ts < probe.saturating_sub(lookback) {
                 continue;
             }
-            out[i] = Some(Location {
+            *slot = Some(Location {
                 latitude,
                 longitude,
                 hdop: hdop.unwrap_or(0.0),
@@ -586,6 +585,23 @@ struct RangeSummaries {
     last_fix: Vec<Option<Location>>,
 }
 
+impl RangeSummaries {
+    /// Range `i`'s FIRST real fix, if it has one.
+    fn first_fix(&self, i: usize) -> Option<Location> {
+        self.first_fix.get(i).copied().flatten()
+    }
+
+    /// Range `i`'s LAST real fix, if it has one.
+    fn last_fix(&self, i: usize) -> Option<Location> {
+        self.last_fix.get(i).copied().flatten()
+    }
+}
+
+/// Slot `i`'s location after the gap-fill; the (0,0) sentinel where none was found.
+fn located(slots: &[(i64, Option<Location>)], i: usize) -> Location {
+    slots.get(i).and_then(|(_, loc)| *loc).unwrap_or_default()
+}
+
 fn map_segments_error(e: dq_segments::Error) -> Error {
     match e {
         dq_segments::Error::Invalid(v) => Error::BadRequest(v.to_string()),
@@ -666,17 +682,21 @@ impl Engine {
     /// Fills every `None` of `slots` (probe time, location) with one batched LocationsAt;
     /// still nothing, or a failed read, gives the (0,0) sentinel.
     fn gap_fill(&self, subject: &str, slots: &mut [(i64, Option<Location>)]) {
-        let missing: Vec<usize> = (0..slots.len()).filter(|i| slots[*i].1.is_none()).collect();
-        if missing.is_empty() {
+        let probes: Vec<i64> = slots
+            .iter()
+            .filter(|(_, loc)| loc.is_none())
+            .map(|(probe, _)| *probe)
+            .collect();
+        if probes.is_empty() {
             return;
         }
-        let probes: Vec<i64> = missing.iter().map(|i| slots[*i].0).collect();
         let found = self.locations_at(subject, &probes).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "segment gap-fill location lookup failed");
             vec![None; probes.len()]
         });
-        for (i, loc) in missing.into_iter().zip(found) {
-            slots[i].1 = Some(loc.unwrap_or_default());
+        let missing = slots.iter_mut().filter(|(_, loc)| loc.is_none());
+        for ((_, slot), loc) in missing.zip(found) {
+            *slot = Some(loc.unwrap_or_default());
         }
     }
 
@@ -704,9 +724,9 @@ impl Engine {
         // Slots 2i = start, 2i+1 = end (a located end for an ongoing segment is never used).
         let mut slots: Vec<(i64, Option<Location>)> = Vec::with_capacity(2 * list.segments.len());
         for (i, s) in list.segments.iter().enumerate() {
-            slots.push((us(s.start), sums.first_fix[i]));
+            slots.push((us(s.start), sums.first_fix(i)));
             match s.end {
-                Some(end) => slots.push((us(end), sums.last_fix[i])),
+                Some(end) => slots.push((us(end), sums.last_fix(i))),
                 None => slots.push((us(list.to), Some(Location::default()))),
             }
         }
@@ -718,8 +738,8 @@ impl Engine {
             .enumerate()
             .map(|(i, (s, summary))| SegmentSummary {
                 segment: *s,
-                start_location: slots[2 * i].1.unwrap_or_default(),
-                end_location: s.end.map(|_| slots[2 * i + 1].1.unwrap_or_default()),
+                start_location: located(&slots, 2 * i),
+                end_location: s.end.map(|_| located(&slots, 2 * i + 1)),
                 summary,
             })
             .collect();
@@ -774,12 +794,13 @@ impl Engine {
         for (i, (day, a)) in plan.days.iter().zip(&activity).enumerate() {
             let start = a
                 .first_segment
-                .map(|s| segs[s].start_location)
-                .or(sums.first_fix[i]);
+                .and_then(|s| segs.get(s))
+                .map(|s| s.start_location)
+                .or(sums.first_fix(i));
             let end = a
                 .last_segment
-                .and_then(|s| segs[s].end_location)
-                .or(sums.last_fix[i]);
+                .and_then(|s| segs.get(s)?.end_location)
+                .or(sums.last_fix(i));
             slots.push((us(day.start), start));
             slots.push((us(day.end), end));
         }
@@ -794,8 +815,8 @@ impl Engine {
                 day: *day,
                 segment_count: a.segment_count,
                 duration_seconds: a.duration_seconds,
-                start_location: slots[2 * i].1.unwrap_or_default(),
-                end_location: slots[2 * i + 1].1.unwrap_or_default(),
+                start_location: located(&slots, 2 * i),
+                end_location: located(&slots, 2 * i + 1),
                 summary,
             })
             .collect())

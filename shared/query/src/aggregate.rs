@@ -3,10 +3,7 @@
 //! grouped by (`from`-aligned bucket, request kind, request index).
 
 use crate::filter::{FloatFilter, LocationFilter};
-use crate::{
-    check_subject, source_address, subject_predicate, ts_lit, Engine, Error, Result,
-    GO_ZERO_TIME_US,
-};
+use crate::{check_window, source_address, subject_predicate, ts_lit, Engine, Error, Result};
 use dq_cloudevent::subject_bucket;
 use dq_lake::duckdb::params;
 use dq_lake::quote;
@@ -97,18 +94,8 @@ pub struct AggregateRequest {
     pub locations: Vec<LocationRequest>,
 }
 
-/// Aggregated coordinates.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Location {
-    /// Degrees.
-    pub latitude: f64,
-    /// Degrees.
-    pub longitude: f64,
-    /// Horizontal dilution of precision.
-    pub hdop: f64,
-    /// Degrees (never exposed by the dq dialect).
-    pub heading: f64,
-}
+/// Aggregated coordinates: the stored location value.
+pub use dq_signals::Location;
 
 /// One bucket of answers; a request index missing from a map had no rows in this bucket.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -139,13 +126,7 @@ impl AggregateRequest {
     /// # Errors
     /// BAD_REQUEST reasons.
     pub fn validate(&self) -> Result<()> {
-        check_subject(&self.subject)?;
-        if self.from_us == GO_ZERO_TIME_US || self.to_us == GO_ZERO_TIME_US {
-            return Err(Error::invalid("from and to are required"));
-        }
-        if self.from_us > self.to_us {
-            return Err(Error::invalid("from must be before to"));
-        }
+        check_window(&self.subject, self.from_us, self.to_us)?;
         if self.interval_us < 1 {
             return Err(Error::invalid("interval must be at least 1 microsecond"));
         }

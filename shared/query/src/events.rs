@@ -2,7 +2,7 @@
 //! per-name summaries from `lake.events_latest` with the base-scan fallback.
 
 use crate::filter::{ArrayFilter, StringFilter};
-use crate::{check_subject, subject_predicate, ts_lit, Engine, Error, Result, GO_ZERO_TIME_US};
+use crate::{check_subject, check_window, subject_predicate, ts_lit, Engine, Error, Result};
 use dq_lake::duckdb::params;
 use dq_tables::keys::events_deduped;
 use dq_tables::latest::events_latest_select;
@@ -98,13 +98,7 @@ impl EventsRequest {
     /// # Errors
     /// BAD_REQUEST reasons.
     pub fn validate(&self) -> Result<()> {
-        check_subject(&self.subject)?;
-        if self.from_us == GO_ZERO_TIME_US || self.to_us == GO_ZERO_TIME_US {
-            return Err(Error::invalid("from and to are required"));
-        }
-        if self.from_us > self.to_us {
-            return Err(Error::invalid("from must be before to"));
-        }
+        check_window(&self.subject, self.from_us, self.to_us)?;
         if let Some(n) = &self.filter.name {
             validate_name_filter(n)?;
         }

@@ -251,6 +251,18 @@ pub(crate) fn check_subject(subject: &str) -> Result<()> {
     }
 }
 
+/// A read of `subject` over `[from_us, to_us)`: a subject, both times set, in order.
+pub(crate) fn check_window(subject: &str, from_us: i64, to_us: i64) -> Result<()> {
+    check_subject(subject)?;
+    if from_us == GO_ZERO_TIME_US || to_us == GO_ZERO_TIME_US {
+        return Err(Error::invalid("from and to are required"));
+    }
+    if from_us > to_us {
+        return Err(Error::invalid("from must be before to"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

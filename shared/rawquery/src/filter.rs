@@ -73,8 +73,9 @@ pub const MAX_OR_DEPTH: usize = 5;
 /// Which rows tombstones hide.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Voiding {
-    /// dq and gRPC: a tombstone (any row with non-empty `voids_id`) hides itself and every row
-    /// of its subject with that id, whatever the source. (Today's behaviour.)
+    /// dq and gRPC: a tombstone (a `dimo.tombstone` row with non-empty `voids_id`; din sets
+    /// `voids_id` on no other type, which `audit` checks) hides itself and every row of its
+    /// subject with that id, whatever the source: the materializer's voiding rule.
     #[default]
     HideTombstones,
     /// fetch-api GraphQL, `includeDeleted: false`: a row is hidden when a tombstone of the same

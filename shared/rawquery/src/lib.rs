@@ -23,15 +23,6 @@
 //! - [`db`]: [`Db`], connections used from async code.
 //! - [`error`]: the error type, [`FetchError`].
 #![warn(missing_docs)]
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 pub mod db;
 pub mod error;

@@ -370,14 +370,15 @@ impl Query {
     fn voiding(&mut self, f: &Filter) {
         match f.voiding {
             Voiding::None => return,
-            // dq's rule: a tombstone is any row with a non-empty voids_id; it hides
-            // itself and every row of its subject with that id, whatever the type, source or
-            // time order.
-            Voiding::HideTombstones => self.text.push_str(
+            // dq's rule: a tombstone hides itself and every row of its subject with that id,
+            // whatever the source or time order. The probe names the type so it reads only
+            // din's `dimo.tombstone` partition (din sets voids_id on no other type).
+            Voiding::HideTombstones => self.text.push_str(&format!(
                 " AND coalesce(r.voids_id, '') = '' AND NOT EXISTS (SELECT 1 \
-                 FROM lake.raw_events t WHERE t.voids_id <> '' AND t.subject = r.subject \
-                 AND t.voids_id = r.id",
-            ),
+                 FROM lake.raw_events t WHERE t.type = '{}' AND t.voids_id <> '' \
+                 AND t.subject = r.subject AND t.voids_id = r.id",
+                types::TOMBSTONE
+            )),
             // The fetch GraphQL rule: only a tombstone signed by the row's own source voids it; the
             // tombstone rows stay. The scan ignores the filter's window and types on purpose.
             Voiding::SourceMatched => self.text.push_str(&format!(
@@ -596,6 +597,10 @@ mod tests {
         };
         let hide = rendered(&scoped(Voiding::HideTombstones));
         assert!(hide.text.contains("coalesce(r.voids_id, '') = ''"));
+        assert!(hide.text.contains(
+            "t.type = 'dimo.tombstone' AND t.voids_id <> '' AND t.subject = r.subject \
+             AND t.voids_id = r.id AND t.subject IN (?))"
+        ));
         assert!(!hide.text.contains("t.source"));
         assert!(hide.text.ends_with(" AND t.subject IN (?))"));
         assert_eq!(texts(&hide), ["did:s", "did:s"]);

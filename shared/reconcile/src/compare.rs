@@ -2,7 +2,8 @@
 //! numbers within a relative epsilon, times as instants, errors as a multiset.
 
 use crate::document::Selection;
-use crate::rules::{list_rule, Dialect, Empty, ListRule, Order, DEFAULT_RULE};
+use crate::rules::{list_rule, Empty, ListRule, Order, DEFAULT_RULE};
+use crate::Dialect;
 use serde_json::{Map, Number, Value};
 use std::fmt;
 
@@ -40,9 +41,12 @@ const SNIPPET_CHARS: usize = 120;
 
 fn snippet(v: &Value) -> String {
     let text = v.to_string();
-    match text.char_indices().nth(SNIPPET_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(SNIPPET_CHARS).collect();
+    if chars.next().is_some() {
+        format!("{head}…")
+    } else {
+        text
     }
 }
 
@@ -231,17 +235,15 @@ impl Walk {
     ) -> Option<Mismatch> {
         // In the document's order where known (answers' key order is not kept by every JSON
         // map), then keys the document does not name.
-        let mut keys: Vec<&String> = shape
-            .map(|s| {
-                s.keys()
-                    .filter_map(|k| r.get_key_value(k).map(|(k, _)| k))
-                    .collect()
-            })
+        let mut entries: Vec<(&String, &Value)> = shape
+            .map(|s| s.keys().filter_map(|k| r.get_key_value(k)).collect())
             .unwrap_or_default();
-        let rest: Vec<&String> = r.keys().filter(|k| !keys.contains(k)).collect();
-        keys.extend(rest);
-        for key in keys {
-            let rv = &r[key];
+        let rest: Vec<(&String, &Value)> = r
+            .iter()
+            .filter(|(k, _)| !entries.iter().any(|(named, _)| named == k))
+            .collect();
+        entries.extend(rest);
+        for (key, rv) in entries {
             let field = shape.and_then(|s| s.by_key(key));
             let Some(cv) = c.get(key) else {
                 return self.at(Seg::Key(key.clone()), |w| {
@@ -287,9 +289,8 @@ impl Walk {
         c: &[Value],
         from: usize,
     ) -> Option<Mismatch> {
-        let n = r.len().min(c.len());
-        for i in from..n {
-            if let Some(m) = self.at(Seg::Index(i), |w| w.value(shape, &r[i], &c[i])) {
+        for (i, (rv, cv)) in r.iter().zip(c).enumerate().skip(from) {
+            if let Some(m) = self.at(Seg::Index(i), |w| w.value(shape, rv, cv)) {
                 if r.len() == c.len() {
                     return Some(m);
                 }
@@ -300,12 +301,13 @@ impl Walk {
                             r.len(),
                             c.len()
                         ),
-                        Some(&r[i]),
-                        Some(&c[i]),
+                        Some(rv),
+                        Some(cv),
                     )
                 }));
             }
         }
+        let n = r.len().min(c.len());
         (r.len() != c.len()).then(|| {
             self.at(Seg::Index(n), |w| {
                 w.mismatch(
@@ -336,23 +338,34 @@ impl Walk {
         c: &[Value],
         offset: usize,
     ) -> Option<Mismatch> {
-        if r.len() == c.len() && (0..r.len()).all(|i| self.equal(shape, &r[i], &c[i])) {
+        if r.len() == c.len() && r.iter().zip(c).all(|(rv, cv)| self.equal(shape, rv, cv)) {
             return None;
         }
+        // Each reference element takes the first unused equal candidate element.
         let mut used = vec![false; c.len()];
-        let mut missing = Vec::new();
+        let mut missing: Vec<(usize, &Value)> = Vec::new();
         for (i, rv) in r.iter().enumerate() {
-            match (0..c.len()).find(|&j| !used[j] && self.equal(shape, rv, &c[j])) {
-                Some(j) => used[j] = true,
-                None => missing.push(i),
+            match used
+                .iter_mut()
+                .zip(c)
+                .find(|(taken, cv)| !**taken && self.equal(shape, rv, cv))
+            {
+                Some((taken, _)) => *taken = true,
+                None => missing.push((i, rv)),
             }
         }
-        let extra: Vec<usize> = (0..c.len()).filter(|&j| !used[j]).collect();
+        let extra: Vec<(usize, &Value)> = used
+            .iter()
+            .zip(c)
+            .enumerate()
+            .filter(|(_, (taken, _))| !**taken)
+            .map(|(j, (_, cv))| (j, cv))
+            .collect();
         match (missing.as_slice(), extra.as_slice()) {
             ([], []) => None,
             // One element changed: show where inside it.
-            ([i], [j]) => self
-                .at(Seg::Index(offset + i), |w| w.value(shape, &r[*i], &c[*j]))
+            ([(i, rv)], [(j, cv)]) => self
+                .at(Seg::Index(offset + i), |w| w.value(shape, rv, cv))
                 .map(|mut m| {
                     if r.len() > 1 {
                         m.description = format!(
@@ -363,18 +376,18 @@ impl Walk {
                     }
                     m
                 }),
-            ([i, ..], _) => Some(self.at(Seg::Index(offset + i), |w| {
+            ([(i, rv), ..], _) => Some(self.at(Seg::Index(offset + i), |w| {
                 w.mismatch(
                     format!(
                         "no equal element in the candidate (order-insensitive list; reference {}, candidate {} elements)",
                         r.len(),
                         c.len()
                     ),
-                    Some(&r[*i]),
+                    Some(*rv),
                     None,
                 )
             })),
-            ([], [j, ..]) => Some(self.at(Seg::Index(offset + j), |w| {
+            ([], [(j, cv), ..]) => Some(self.at(Seg::Index(offset + j), |w| {
                 w.mismatch(
                     format!(
                         "candidate element with no equal in the reference (order-insensitive list; reference {}, candidate {} elements)",
@@ -382,7 +395,7 @@ impl Walk {
                         c.len()
                     ),
                     None,
-                    Some(&c[*j]),
+                    Some(*cv),
                 )
             })),
         }
@@ -404,21 +417,27 @@ impl Walk {
         let (Some(rk), Some(ck)) = (rk, ck) else {
             return self.ordered(shape, r, c, 0);
         };
+        // The keys are as long as their lists: `i` runs while both lists have an element there.
         let mut i = 0;
-        while i < r.len() && i < c.len() {
-            let (k, key_shape) = rk[i];
-            if !self.equal(key_shape, k, ck[i].0) {
+        while let (Some(&(k, key_shape)), Some(&(c_key, _))) = (rk.get(i), ck.get(i)) {
+            if !self.equal(key_shape, k, c_key) {
                 return self.ordered(shape, r, c, i);
             }
+            // The end of the run from `i`: the first later element whose key is not `k`.
             let run = |keys: &[(&Value, Option<&Selection>)], w: &mut Self| {
-                let mut end = i + 1;
-                while end < keys.len() && w.equal(key_shape, k, keys[end].0) {
-                    end += 1;
-                }
-                end
+                let same = keys
+                    .iter()
+                    .skip(i + 1)
+                    .take_while(|(other, _)| w.equal(key_shape, k, other))
+                    .count();
+                i + 1 + same
             };
             let (re, ce) = (run(&rk, self), run(&ck, self));
-            if let Some(m) = self.unordered(shape, &r[i..re], &c[i..ce], i) {
+            // Runs end within their lists; were one not to, the strict comparison below decides.
+            let (Some(r_run), Some(c_run)) = (r.get(i..re), c.get(i..ce)) else {
+                break;
+            };
+            if let Some(m) = self.unordered(shape, r_run, c_run, i) {
                 return Some(m);
             }
             i = re;
@@ -473,18 +492,24 @@ pub(crate) fn strings_equal(a: &str, b: &str) -> bool {
 /// Nanoseconds since the Unix epoch of an RFC 3339 date-time.
 fn rfc3339_nanos(s: &str) -> Option<i128> {
     let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+    let at = |i: usize| b.get(i).copied();
+    if b.len() < 20
+        || at(4) != Some(b'-')
+        || at(7) != Some(b'-')
+        || !matches!(at(10), Some(b'T' | b't' | b' '))
+    {
         return None;
     }
-    if b[13] != b':' || b[16] != b':' {
+    if at(13) != Some(b':') || at(16) != Some(b':') {
         return None;
     }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(r)?;
+    // ASCII digits alone (no sign, no space), as a number.
+    let digits = |part: &str| -> Option<i64> {
         part.bytes()
             .all(|c| c.is_ascii_digit())
             .then(|| part.parse().ok())?
     };
+    let num = |r: std::ops::Range<usize>| digits(s.get(r)?);
     let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
     if !(1..=12).contains(&month)
@@ -495,31 +520,28 @@ fn rfc3339_nanos(s: &str) -> Option<i128> {
     {
         return None;
     }
-    let mut i = 19;
+    // After the seconds (19 is a character boundary: `num(17..19)` read ASCII digits there).
+    let mut zone = s.get(19..)?;
     let mut nanos: i128 = 0;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        let digits = &s[start..i];
-        if digits.is_empty() {
+    if let Some(fraction) = zone.strip_prefix('.') {
+        zone = fraction.trim_start_matches(|c: char| c.is_ascii_digit());
+        let fraction_digits = fraction.strip_suffix(zone)?;
+        if fraction_digits.is_empty() {
             return None;
         }
-        let padded: String = digits
+        let padded: String = fraction_digits
             .chars()
             .chain(std::iter::repeat('0'))
             .take(9)
             .collect();
         nanos = padded.parse().ok()?;
     }
-    let offset_secs: i64 = match &s[i..] {
-        "Z" | "z" => 0,
-        zone if zone.len() == 6 && matches!(&zone[0..1], "+" | "-") && &zone[3..4] == ":" => {
-            let h = num(i + 1..i + 3)?;
-            let m = num(i + 4..i + 6)?;
-            let sign = if &zone[0..1] == "-" { -1 } else { 1 };
+    let offset_secs: i64 = match zone.as_bytes() {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let h = digits(zone.get(1..3)?)?;
+            let m = digits(zone.get(4..6)?)?;
+            let sign = if *sign == b'-' { -1 } else { 1 };
             sign * (h * 3600 + m * 60)
         }
         _ => return None,
@@ -562,6 +584,10 @@ mod tests {
         assert!(!strings_equal("2025-06-15", "2025-06-15T00:00:00Z"));
         assert_eq!(rfc3339_nanos("2025-13-01T00:00:00Z"), None);
         assert_eq!(rfc3339_nanos("not a time at all, no"), None);
+        // A multi-byte character where the zone or fraction ends is not a time (no byte slice
+        // may split it).
+        assert_eq!(rfc3339_nanos("2025-06-15T12:34:56.123日23Z"), None);
+        assert_eq!(rfc3339_nanos("2025-06-15T12:34:56+0é:0"), None);
     }
 
     #[test]

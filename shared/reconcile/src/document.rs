@@ -127,11 +127,10 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
+    while let Some(&c) = chars.get(i) {
         match c {
             '#' => {
-                while i < chars.len() && chars[i] != '\n' && chars[i] != '\r' {
+                while chars.get(i).is_some_and(|&c| c != '\n' && c != '\r') {
                     i += 1;
                 }
             }
@@ -171,15 +170,20 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
                 out.push(Tok::Value);
             }
             c if c.is_ascii_alphabetic() || c == '_' => {
-                let start = i;
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                let mut name = String::new();
+                while let Some(&c) = chars
+                    .get(i)
+                    .filter(|c| c.is_ascii_alphanumeric() || **c == '_')
+                {
+                    name.push(c);
                     i += 1;
                 }
-                out.push(Tok::Name(chars[start..i].iter().collect()));
+                out.push(Tok::Name(name));
             }
             c if c.is_ascii_digit() || c == '-' => {
-                while i < chars.len()
-                    && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '-' | '+' | '.'))
+                while chars
+                    .get(i)
+                    .is_some_and(|&c| c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '.'))
                 {
                     i += 1;
                 }
@@ -307,7 +311,7 @@ impl Parser {
     fn variable_definitions(&mut self) -> Result<Vec<String>, String> {
         let start = self.pos;
         self.skip_group()?;
-        let group = &self.tokens[start..self.pos];
+        let group: Vec<&Tok> = self.tokens.iter().take(self.pos).skip(start).collect();
         Ok(group
             .windows(3)
             .filter_map(|w| match w {

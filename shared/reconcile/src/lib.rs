@@ -19,11 +19,12 @@
 #![warn(missing_docs)]
 
 mod compare;
+mod dialect;
 pub mod document;
 pub mod rules;
 
 pub use compare::Mismatch;
-pub use rules::Dialect;
+pub use dialect::Dialect;
 use serde_json::Value;
 
 /// Default relative float tolerance: far above the rounding of a sum taken in another order,

@@ -2,42 +2,7 @@
 //! whether `null` and `[]` mean the same. One table, read by `dqctl reconcile` and by the graphql
 //! function's shadow mode alike.
 
-/// A GraphQL dialect (the spellings of `GRAPHQL_DIALECT`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// dq's own dialect.
-    #[default]
-    Dq,
-    /// telemetry-api's.
-    Telemetry,
-    /// fetch-api's.
-    Fetch,
-}
-
-impl Dialect {
-    /// Every dialect.
-    pub const ALL: [Dialect; 3] = [Dialect::Dq, Dialect::Telemetry, Dialect::Fetch];
-
-    /// The setting's spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dialect::Dq => "dq",
-            Dialect::Telemetry => "telemetry",
-            Dialect::Fetch => "fetch",
-        }
-    }
-}
-
-impl std::str::FromStr for Dialect {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Dialect, String> {
-        Dialect::ALL
-            .into_iter()
-            .find(|d| d.name() == s.trim())
-            .ok_or_else(|| format!("dialect must be dq, telemetry or fetch, not {s:?}"))
-    }
-}
+use crate::Dialect;
 
 /// Whether a list's order is part of the answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,6 +24,7 @@ use std::time::Duration;
 use aws_sdk_secretsmanager::error::DisplayErrorContext;
 
 #[cfg(feature = "testing")]
+#[allow(clippy::expect_used)] // Test setup: moto refusing a secret is a broken test (# Panics).
 pub mod testing;
 
 /// The region used when neither the settings nor the AWS chain name one (as the blob store does).

@@ -157,26 +157,32 @@ impl SegmentConfigInput {
     }
 }
 
-/// `maxGap` / `minDuration` after applying the detectors' base-config defaults.
+/// `maxGapSeconds` / `minSegmentDurationSeconds` under the detectors' own defaults (used when
+/// `config` is absent or the field is `null`): 300 s / 240 s, RECHARGE's minimum duration 60 s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BaseConfig {
+pub struct BaseConfig {
+    /// Largest gap inside one segment, seconds (`maxGapSeconds ?? 300`).
     pub max_gap_seconds: i64,
+    /// Shortest segment kept, seconds (`minSegmentDurationSeconds ??` the mechanism's default).
     pub min_duration_seconds: i64,
 }
 
 impl BaseConfig {
-    pub(crate) fn resolve(config: Option<&SegmentConfig>) -> Self {
+    /// Resolves `config` under the detector defaults of `mechanism`.
+    pub fn resolve(mechanism: Mechanism, config: Option<&SegmentConfig>) -> Self {
+        let default_min_duration = match mechanism {
+            Mechanism::Recharge => crate::detect::recharge::DEFAULT_MIN_DURATION_SECONDS,
+            _ => i64::from(DEFAULT_MIN_SEGMENT_DURATION_SECONDS),
+        };
         BaseConfig {
             max_gap_seconds: i64::from(
                 config
                     .and_then(|c| c.max_gap_seconds)
                     .unwrap_or(DEFAULT_MAX_GAP_SECONDS),
             ),
-            min_duration_seconds: i64::from(
-                config
-                    .and_then(|c| c.min_segment_duration_seconds)
-                    .unwrap_or(DEFAULT_MIN_SEGMENT_DURATION_SECONDS),
-            ),
+            min_duration_seconds: config
+                .and_then(|c| c.min_segment_duration_seconds)
+                .map_or(default_min_duration, i64::from),
         }
     }
 }
@@ -209,10 +215,17 @@ mod tests {
     #[test]
     fn base_config_defaults_and_overrides() {
         assert_eq!(
-            BaseConfig::resolve(None),
+            BaseConfig::resolve(Mechanism::Idling, None),
             BaseConfig {
                 max_gap_seconds: 300,
                 min_duration_seconds: 240
+            }
+        );
+        assert_eq!(
+            BaseConfig::resolve(Mechanism::Recharge, None),
+            BaseConfig {
+                max_gap_seconds: 300,
+                min_duration_seconds: 60
             }
         );
         let c = SegmentConfig {
@@ -221,7 +234,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            BaseConfig::resolve(Some(&c)),
+            BaseConfig::resolve(Mechanism::Refuel, Some(&c)),
             BaseConfig {
                 max_gap_seconds: 120,
                 min_duration_seconds: 60

@@ -30,6 +30,20 @@ pub struct DailyActivityRequest {
     pub timezone: Option<String>,
 }
 
+impl DailyActivityRequest {
+    /// A request in UTC with no config.
+    pub fn new(subject: impl Into<String>, from: Ts, to: Ts, mechanism: Mechanism) -> Self {
+        DailyActivityRequest {
+            subject: subject.into(),
+            from,
+            to,
+            mechanism,
+            config: None,
+            timezone: None,
+        }
+    }
+}
+
 /// One calendar day in the request's zone, as a UTC `[start, end)` window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DayWindow {
@@ -188,38 +202,39 @@ mod tests {
 
     fn req(from: Ts, to: Ts, tz: &str) -> DailyActivityRequest {
         DailyActivityRequest {
-            subject: "did".into(),
-            from,
-            to,
-            mechanism: Mechanism::IgnitionDetection,
-            config: None,
             timezone: Some(tz.into()),
+            ..DailyActivityRequest::new("did", from, to, Mechanism::IgnitionDetection)
         }
+    }
+
+    /// The plan of an IGNITION_DETECTION request over `[from, to]` in `tz`, at `now`.
+    fn plan_at(from: Ts, to: Ts, tz: &str, now: Ts) -> DailyPlan {
+        plan_daily_activity(&req(from, to, tz), now).unwrap()
+    }
+
+    /// Each day's length, hours.
+    fn day_hours(plan: &DailyPlan) -> Vec<i64> {
+        plan.days
+            .iter()
+            .map(|d| (d.end - d.start).num_hours())
+            .collect()
     }
 
     #[test]
     fn new_york_spring_forward_days() {
-        let plan = plan_daily_activity(
-            &req(
-                utc(2025, 3, 7, 12),
-                utc(2025, 3, 11, 12),
-                "America/New_York",
-            ),
+        let plan = plan_at(
+            utc(2025, 3, 7, 12),
+            utc(2025, 3, 11, 12),
+            "America/New_York",
             utc(2025, 6, 1, 0),
-        )
-        .unwrap();
+        );
         let hours: Vec<u32> = plan
             .days
             .iter()
             .map(|d| d.start.format("%H").to_string().parse().unwrap())
             .collect();
         assert_eq!(hours, vec![5, 5, 5, 4, 4]);
-        let lengths: Vec<i64> = plan
-            .days
-            .iter()
-            .map(|d| (d.end - d.start).num_hours())
-            .collect();
-        assert_eq!(lengths, vec![24, 24, 23, 24, 24]);
+        assert_eq!(day_hours(&plan), vec![24, 24, 23, 24, 24]);
         assert_eq!(plan.segments.from, utc(2025, 3, 7, 5));
         assert_eq!(plan.segments.to, utc(2025, 3, 12, 4));
         assert_eq!(plan.segments.limit, None);
@@ -227,28 +242,22 @@ mod tests {
 
     #[test]
     fn berlin_23_and_25_hour_days() {
-        let spring = plan_daily_activity(
-            &req(utc(2026, 3, 28, 12), utc(2026, 3, 30, 12), "Europe/Berlin"),
-            utc(2027, 1, 1, 0),
-        )
-        .unwrap();
-        let lengths: Vec<i64> = spring
-            .days
-            .iter()
-            .map(|d| (d.end - d.start).num_hours())
-            .collect();
-        assert_eq!(lengths, vec![24, 23, 24]);
+        let now = utc(2027, 1, 1, 0);
+        let spring = plan_at(
+            utc(2026, 3, 28, 12),
+            utc(2026, 3, 30, 12),
+            "Europe/Berlin",
+            now,
+        );
+        assert_eq!(day_hours(&spring), vec![24, 23, 24]);
         assert_eq!(spring.days[1].start, utc(2026, 3, 28, 23));
         assert_eq!(spring.days[1].end, utc(2026, 3, 29, 22));
-        let autumn = plan_daily_activity(
-            &req(
-                utc(2026, 10, 25, 12),
-                utc(2026, 10, 25, 13),
-                "Europe/Berlin",
-            ),
-            utc(2027, 1, 1, 0),
-        )
-        .unwrap();
+        let autumn = plan_at(
+            utc(2026, 10, 25, 12),
+            utc(2026, 10, 25, 13),
+            "Europe/Berlin",
+            now,
+        );
         assert_eq!(autumn.days.len(), 1);
         assert_eq!(
             autumn.days[0].end - autumn.days[0].start,

@@ -26,6 +26,7 @@
 //! - [`daily`] — `dailyActivity` planning and day bucketing.
 //! - [`signals`] — default summary signal sets and request merging.
 //! - [`error`] — [`Error`] and [`ValidationError`] (the exact BAD_REQUEST messages).
+//! - `testing` (feature) — the detectors' worked examples, for this crate's tests and dq-query's.
 #![warn(missing_docs)]
 
 pub mod config;
@@ -38,6 +39,8 @@ pub mod pipeline;
 pub mod reference;
 pub mod signals;
 pub mod source;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 mod ranges;
 mod time;

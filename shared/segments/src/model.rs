@@ -143,6 +143,18 @@ pub struct StateChange {
     pub prev_state: f64,
 }
 
+impl StateChange {
+    /// The one change reported when the window holds no transition and its latest reading is
+    /// on: ON at the window's earliest reading `ts`, from 0.
+    pub fn synthetic_on(ts: Ts) -> Self {
+        StateChange {
+            ts,
+            new_state: 1.0,
+            prev_state: 0.0,
+        }
+    }
+}
+
 /// One epoch-aligned window of signal activity that passed the count thresholds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveWindow {

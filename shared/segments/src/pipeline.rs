@@ -6,7 +6,7 @@
 use chrono::TimeDelta;
 
 use crate::config::SegmentConfig;
-use crate::detect;
+use crate::detect::{self, Detection};
 use crate::error::{Result, ValidationError};
 use crate::model::{Mechanism, Segment, TimeRange, Ts};
 use crate::source::SignalSource;
@@ -108,15 +108,15 @@ pub fn segments<S: SignalSource + ?Sized>(
     now: Ts,
 ) -> Result<SegmentList> {
     let to = validate_segments_request(req, now)?;
-    let mut segments = detect::detect(
-        source,
+    let mut segments = detect::detect(&Detection::new(
         req.mechanism,
+        source,
         &req.subject,
         req.from,
         to,
         req.config.as_ref(),
         now,
-    )?;
+    ))?;
     segments.sort_by_key(|s| s.start);
     if let Some(after) = req.after {
         segments.retain(|s| s.start > after);

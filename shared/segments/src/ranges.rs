@@ -137,18 +137,17 @@ fn secs_le(a: Ts, b: Ts, gap: TimeDelta) -> bool {
 /// Value of the latest sample at or before `t`; 0 when there is none. `samples` ascending.
 pub(crate) fn sample_at_or_before(samples: &[LevelSample], t: Ts) -> f64 {
     let idx = samples.partition_point(|s| s.ts <= t);
-    idx.checked_sub(1).map_or(0.0, |i| samples[i].value)
+    idx.checked_sub(1)
+        .and_then(|i| samples.get(i))
+        .map_or(0.0, |s| s.value)
 }
 
 /// First and last sample values inside `[start, end]`. `samples` ascending.
 pub(crate) fn first_last_in(samples: &[LevelSample], start: Ts, end: Ts) -> Option<(f64, f64)> {
     let lo = samples.partition_point(|s| s.ts < start);
     let hi = samples.partition_point(|s| s.ts <= end);
-    if lo < hi {
-        Some((samples[lo].value, samples[hi - 1].value))
-    } else {
-        None
-    }
+    let inside = samples.get(lo..hi)?;
+    Some((inside.first()?.value, inside.last()?.value))
 }
 
 /// `t` minus `seconds`, saturating.

@@ -96,11 +96,7 @@ pub fn ignition_state_changes(
     if out.is_empty() {
         if let (Some(first), Some(last)) = (window.first(), window.last()) {
             if last.value == 1.0 {
-                out.push(StateChange {
-                    ts: first.ts,
-                    new_state: 1.0,
-                    prev_state: 0.0,
-                });
+                out.push(StateChange::synthetic_on(first.ts));
             }
         }
     }

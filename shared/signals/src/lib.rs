@@ -10,6 +10,7 @@
 //! - [`SIGNALS`] / [`signal`] — every [`SignalDef`], sorted by JSON name.
 //! - [`EVENT_NAMES`] / [`is_event_name`] — the accepted event names.
 //! - [`names`] / [`events`] — the same names as constants.
+//! - [`ValueKind`] / [`Location`] — how a value is stored, and the location value itself.
 #![warn(missing_docs)]
 
 /// How a signal's value is stored (model-garage `schema.go` type mapping).
@@ -23,7 +24,23 @@ pub enum ValueKind {
     Location,
 }
 
-/// The privilege a caller needs to read a signal.
+/// The value of a [`ValueKind::Location`] signal: what decoders emit, the `loc_*` columns
+/// store and readers aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Location {
+    /// Degrees.
+    pub latitude: f64,
+    /// Degrees.
+    pub longitude: f64,
+    /// Horizontal dilution of precision.
+    pub hdop: f64,
+    /// Degrees. No module sets it today and the dq dialect never exposes it, but it has its own
+    /// column.
+    pub heading: f64,
+}
+
+/// A privilege of the GraphQL `Privilege` enum: what a caller needs to read a signal (the catalog
+/// uses the first five) or another field. dq-auth maps each to the permission it checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Privilege {
     /// `VEHICLE_NON_LOCATION_DATA`
@@ -36,10 +53,25 @@ pub enum Privilege {
     VehicleAllTimeLocation,
     /// `VEHICLE_VIN_CREDENTIAL`
     VehicleVinCredential,
+    /// `VEHICLE_APPROXIMATE_LOCATION`
+    VehicleApproximateLocation,
+    /// `VEHICLE_RAW_DATA`
+    VehicleRawData,
 }
 
 impl Privilege {
-    /// The privilege's wire name.
+    /// Every value, in SDL order.
+    pub const ALL: [Privilege; 7] = [
+        Privilege::VehicleNonLocationData,
+        Privilege::VehicleCommands,
+        Privilege::VehicleCurrentLocation,
+        Privilege::VehicleAllTimeLocation,
+        Privilege::VehicleVinCredential,
+        Privilege::VehicleApproximateLocation,
+        Privilege::VehicleRawData,
+    ];
+
+    /// The SDL enum value, e.g. `VEHICLE_NON_LOCATION_DATA`.
     pub fn as_str(self) -> &'static str {
         match self {
             Privilege::VehicleNonLocationData => "VEHICLE_NON_LOCATION_DATA",
@@ -47,7 +79,14 @@ impl Privilege {
             Privilege::VehicleCurrentLocation => "VEHICLE_CURRENT_LOCATION",
             Privilege::VehicleAllTimeLocation => "VEHICLE_ALL_TIME_LOCATION",
             Privilege::VehicleVinCredential => "VEHICLE_VIN_CREDENTIAL",
+            Privilege::VehicleApproximateLocation => "VEHICLE_APPROXIMATE_LOCATION",
+            Privilege::VehicleRawData => "VEHICLE_RAW_DATA",
         }
+    }
+
+    /// Parses an SDL enum value (case-sensitive).
+    pub fn parse(s: &str) -> Option<Privilege> {
+        Privilege::ALL.into_iter().find(|p| p.as_str() == s)
     }
 }
 

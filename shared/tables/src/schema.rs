@@ -17,15 +17,12 @@ pub const FENCE_COLUMN: &str = "fence";
 
 const TSTZ: &str = "TIMESTAMP WITH TIME ZONE";
 
-/// `lake.signals` columns in table order (the Arrow batches are built in this order).
-pub const SIGNAL_COLUMNS: [(&str, &str); 13] = [
-    ("subject", "VARCHAR"),
-    ("subject_bucket", "INTEGER"),
-    ("name", "VARCHAR"),
-    ("timestamp", TSTZ),
-    ("source", "VARCHAR"),
-    ("producer", "VARCHAR"),
-    ("cloud_event_id", "VARCHAR"),
+/// A column: name and DuckDB type.
+type Column = (&'static str, &'static str);
+
+/// A signal value as stored, in `lake.signals` and `lake.signals_latest` alike: one of the
+/// number, the string or the location parts is set, the others are zero.
+const VALUE_COLUMNS: [Column; 6] = [
     ("value_number", "DOUBLE"),
     ("value_string", "VARCHAR"),
     ("loc_lat", "DOUBLE"),
@@ -33,6 +30,48 @@ pub const SIGNAL_COLUMNS: [(&str, &str); 13] = [
     ("loc_hdop", "DOUBLE"),
     ("loc_heading", "DOUBLE"),
 ];
+
+/// The per-name summary both rollups keep.
+const SUMMARY_COLUMNS: [Column; 3] = [
+    ("count", "BIGINT"),
+    ("first_seen", TSTZ),
+    ("last_seen", TSTZ),
+];
+
+/// The `parts` one after another. Only used in const items, where a wrong `N` (or an index out
+/// of range) fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn columns<const N: usize>(parts: &[&[Column]]) -> [Column; N] {
+    let mut out = [("", ""); N];
+    let mut n = 0;
+    let mut p = 0;
+    while p < parts.len() {
+        let part = parts[p];
+        let mut i = 0;
+        while i < part.len() {
+            out[n] = part[i];
+            n += 1;
+            i += 1;
+        }
+        p += 1;
+    }
+    assert!(n == N, "N must be the number of columns");
+    out
+}
+
+/// `lake.signals` columns in table order (the Arrow batches are built in this order).
+pub const SIGNAL_COLUMNS: [(&str, &str); 13] = columns(&[
+    &[
+        ("subject", "VARCHAR"),
+        ("subject_bucket", "INTEGER"),
+        ("name", "VARCHAR"),
+        ("timestamp", TSTZ),
+        ("source", "VARCHAR"),
+        ("producer", "VARCHAR"),
+        ("cloud_event_id", "VARCHAR"),
+    ],
+    &VALUE_COLUMNS,
+]);
 
 /// `lake.events` columns in table order.
 pub const EVENT_COLUMNS: [(&str, &str); 12] = [
@@ -52,37 +91,32 @@ pub const EVENT_COLUMNS: [(&str, &str); 12] = [
 
 /// `lake.signals_latest` columns (latest value and summary per subject and name), also the named
 /// INSERT column list.
-pub const SIGNALS_LATEST_COLUMNS: [(&str, &str); 14] = [
-    ("subject", "VARCHAR"),
-    ("subject_bucket", "INTEGER"),
-    ("name", "VARCHAR"),
-    ("timestamp", TSTZ),
-    ("value_number", "DOUBLE"),
-    ("value_string", "VARCHAR"),
-    ("loc_lat", "DOUBLE"),
-    ("loc_lon", "DOUBLE"),
-    ("loc_hdop", "DOUBLE"),
-    ("loc_heading", "DOUBLE"),
-    ("loc_ts", TSTZ),
-    ("count", "BIGINT"),
-    ("first_seen", TSTZ),
-    ("last_seen", TSTZ),
-];
+pub const SIGNALS_LATEST_COLUMNS: [(&str, &str); 14] = columns(&[
+    &[
+        ("subject", "VARCHAR"),
+        ("subject_bucket", "INTEGER"),
+        ("name", "VARCHAR"),
+        ("timestamp", TSTZ),
+    ],
+    &VALUE_COLUMNS,
+    &[("loc_ts", TSTZ)],
+    &SUMMARY_COLUMNS,
+]);
 
 /// `lake.events_latest` columns (event summary per subject and name).
-pub const EVENTS_LATEST_COLUMNS: [(&str, &str); 6] = [
-    ("subject", "VARCHAR"),
-    ("subject_bucket", "INTEGER"),
-    ("name", "VARCHAR"),
-    ("count", "BIGINT"),
-    ("first_seen", TSTZ),
-    ("last_seen", TSTZ),
-];
+pub const EVENTS_LATEST_COLUMNS: [(&str, &str); 6] = columns(&[
+    &[
+        ("subject", "VARCHAR"),
+        ("subject_bucket", "INTEGER"),
+        ("name", "VARCHAR"),
+    ],
+    &SUMMARY_COLUMNS,
+]);
 
 /// One of dq's tables and the layout it gets at first creation.
 struct Table {
     name: &'static str,
-    columns: &'static [(&'static str, &'static str)],
+    columns: &'static [Column],
     partition: &'static str,
     sort: Option<&'static str>,
 }
@@ -280,6 +314,44 @@ mod tests {
         assert_eq!(
             column_list(&EVENTS_LATEST_COLUMNS[..2]),
             "\"subject\", \"subject_bucket\""
+        );
+    }
+    #[test]
+    fn composed_column_lists_keep_table_order() {
+        let names = |cols: &[Column]| cols.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        assert_eq!(
+            names(&SIGNALS_LATEST_COLUMNS),
+            [
+                "subject",
+                "subject_bucket",
+                "name",
+                "timestamp",
+                "value_number",
+                "value_string",
+                "loc_lat",
+                "loc_lon",
+                "loc_hdop",
+                "loc_heading",
+                "loc_ts",
+                "count",
+                "first_seen",
+                "last_seen"
+            ]
+        );
+        assert_eq!(
+            names(&SIGNAL_COLUMNS)[6..8],
+            ["cloud_event_id", "value_number"]
+        );
+        assert_eq!(
+            names(&EVENTS_LATEST_COLUMNS),
+            [
+                "subject",
+                "subject_bucket",
+                "name",
+                "count",
+                "first_seen",
+                "last_seen"
+            ]
         );
     }
 }

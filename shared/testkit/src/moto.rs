@@ -188,6 +188,23 @@ impl Moto {
         REGION
     }
 
+    /// Returns S3 settings that reach this server with its fake credentials.
+    pub fn s3_config(&self) -> dq_config::s3::S3Config {
+        self.s3_config_via(&self.endpoint())
+    }
+
+    /// Returns S3 settings with this server's credentials and region but another endpoint: a
+    /// fault proxy in front of this server, say.
+    pub fn s3_config_via(&self, endpoint: &str) -> dq_config::s3::S3Config {
+        dq_config::s3::S3Config {
+            region: Some(REGION.into()),
+            access_key_id: Some(ACCESS_KEY.into()),
+            secret_access_key: Some(SECRET_KEY.into()),
+            endpoint: Some(endpoint.into()),
+            kms_key_id: None,
+        }
+    }
+
     /// Returns the environment an AWS SDK needs to talk to this server: credentials, region and
     /// `AWS_ENDPOINT_URL`. Pass it to a child process, or read it in a test's config builder.
     pub fn aws_env(&self) -> Vec<(&'static str, String)> {

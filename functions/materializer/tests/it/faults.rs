@@ -22,7 +22,7 @@ use dq_materialize::testing::{expected, stored_events, stored_signals};
 use dq_materialize::Materializer;
 use serde_json::{json, Value};
 
-use crate::cursor;
+use crate::{cursor, lease_of, runtime};
 
 /// A DBE1 blob key (32 bytes) for the sealed blobs of the S3 test.
 const BLOB_KEY: &str = "ZWZnaGlqa2xtbm9wcXJzdHV2d3h5ent8fX5/gIGCg4Q=";
@@ -34,14 +34,6 @@ fn scheduled() -> Value {
         "../../../../events/materializer-scheduled.json"
     ))
     .unwrap()
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Seeds a small fleet (duplicates and tombstones included by the simulator's defaults).
@@ -70,26 +62,6 @@ fn context(lake: Lake, lease: dq_lease::Lease) -> Context {
         .build()
         .unwrap();
     Context::new(m, lease)
-}
-
-/// A DynamoDB lease on a fresh table of the shared moto server.
-fn dynamo_lease(rt: &tokio::runtime::Runtime) -> dq_lease::Lease {
-    let moto = dq_testkit::shared_moto();
-    let lease = rt
-        .block_on(dq_lease::Lease::from_config(
-            &dq_lease::LeaseConfig {
-                table: Some(dq_testkit::unique_name("lease")),
-                endpoint: Some(moto.endpoint()),
-                region: moto.region().to_owned(),
-                access_key_id: Some(moto.access_key().to_owned()),
-                secret_access_key: Some(moto.secret_key().to_owned()),
-                ..dq_lease::LeaseConfig::default()
-            },
-            "/nonexistent/unused.lease",
-        ))
-        .unwrap();
-    rt.block_on(lease.create_table_if_missing()).unwrap();
-    lease
 }
 
 /// The decoded tables equal the oracle over the raw rows: nothing lost, nothing twice.
@@ -183,10 +155,7 @@ fn the_same_tick_invoked_twice() {
     for backend in ["dynamodb", "file"] {
         let t = TestLake::new(Backend::Postgres);
         let raw = seed(&rt, &t.open().unwrap(), 6, 1);
-        let lease = match backend {
-            "dynamodb" => dynamo_lease(&rt),
-            _ => dq_lease::Lease::local(t.path("lease")),
-        };
+        let lease = lease_of(&rt, backend, t.path("lease"));
         // Two execution environments: each its own materializer, one lease between them.
         let first = Arc::new(context(t.open().unwrap(), lease.clone()));
         let second = context(t.open().unwrap(), lease);
@@ -314,12 +283,14 @@ fn s3_and_dynamodb_faults() {
         rt.block_on(BlobStore::open(&BlobConfig {
             bucket: bucket.clone(),
             prefix: "blobs/".into(),
-            region: Some(moto.region().into()),
-            access_key_id: Some(moto.access_key().into()),
-            secret_access_key: Some(S3_SECRET.into()),
-            endpoint: Some(s3.endpoint()),
+            s3: dq_blob::S3Config {
+                region: Some(moto.region().into()),
+                access_key_id: Some(moto.access_key().into()),
+                secret_access_key: Some(S3_SECRET.into()),
+                endpoint: Some(s3.endpoint()),
+                kms_key_id: None,
+            },
             encryption_key: Some(BLOB_KEY.into()),
-            ..BlobConfig::default()
         }))
         .unwrap(),
     );

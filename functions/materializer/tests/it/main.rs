@@ -2,6 +2,9 @@
 //! runtime involved), on a file catalog and a PostgreSQL catalog. New handler tests go here;
 //! `chaos.rs` kills the real binary (acceptance 3); `faults.rs` restarts PostgreSQL, invokes a
 //! tick twice and hits the deadline (issue 10); `maintenance.rs` waits for the lease (issue 22).
+// Integration-test helpers fail their test by panicking, like the #[test] bodies clippy.toml exempts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::panic, clippy::indexing_slicing)]
 
 mod chaos;
 mod faults;
@@ -13,6 +16,7 @@ use dq_lake::testing::Backend;
 use dq_materialize::Materializer;
 use raw_fixture::status_row;
 use serde_json::{json, Value};
+use std::path::PathBuf;
 
 backend_tests!(every_sample_event_runs);
 
@@ -53,6 +57,40 @@ fn cursor(lake: &dq_lake::Lake) -> i64 {
         .unwrap_or(0)
 }
 
+/// A multi-threaded runtime of two workers, on which every handler call of these tests runs.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The lease of `backend`: `dynamodb` on a fresh table of the shared moto server, anything else
+/// the lock file `file`.
+fn lease_of(rt: &tokio::runtime::Runtime, backend: &str, file: PathBuf) -> dq_lease::Lease {
+    if backend != "dynamodb" {
+        return dq_lease::Lease::local(file);
+    }
+    let moto = dq_testkit::shared_moto();
+    let cfg = dq_lease::LeaseConfig {
+        table: Some(dq_testkit::unique_name("lease")),
+        endpoint: Some(moto.endpoint()),
+        region: moto.region().to_owned(),
+        access_key_id: Some(moto.access_key().to_owned()),
+        secret_access_key: Some(moto.secret_key().to_owned()),
+        ..dq_lease::LeaseConfig::default()
+    };
+    let lease = rt
+        .block_on(dq_lease::Lease::from_config(
+            &cfg,
+            "/nonexistent/unused.lease",
+        ))
+        .unwrap();
+    rt.block_on(lease.create_table_if_missing()).unwrap();
+    lease
+}
+
 /// A raw status row committed the way din does, without the simulator.
 mod raw_fixture {
     pub fn status_row(lake: &dq_lake::Lake, id: &str, time: &str) {
@@ -78,11 +116,7 @@ fn every_sample_event_runs(backend: Backend) {
     status_row(&lake, "b", "2025-06-02T11:00:00Z");
     let m = Materializer::builder(lake).emf(false).build().unwrap();
     let ctx = Context::new(m, dq_lease::Lease::local(t.path("materializer.lease")));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let mut pruned = 0;
     for (name, text) in EVENTS {
         let event: Value = serde_json::from_str(text).unwrap();

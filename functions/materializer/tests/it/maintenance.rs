@@ -6,41 +6,11 @@
 use std::time::{Duration, Instant};
 
 use dq_fn_materializer::{handler, Context};
-use dq_lake::testing::{Backend, TestLake};
+use dq_lake::testing::Backend;
 use dq_materialize::Materializer;
 use serde_json::json;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// The lease of `backend` (`dynamodb` on a fresh moto table, or `file` in `t`).
-fn lease_of(rt: &tokio::runtime::Runtime, backend: &str, t: &TestLake) -> dq_lease::Lease {
-    if backend == "file" {
-        return dq_lease::Lease::local(t.path("materializer.lease"));
-    }
-    let moto = dq_testkit::shared_moto();
-    let cfg = dq_lease::LeaseConfig {
-        table: Some(dq_testkit::unique_name("lease")),
-        endpoint: Some(moto.endpoint()),
-        region: moto.region().to_owned(),
-        access_key_id: Some(moto.access_key().to_owned()),
-        secret_access_key: Some(moto.secret_key().to_owned()),
-        ..dq_lease::LeaseConfig::default()
-    };
-    let lease = rt
-        .block_on(dq_lease::Lease::from_config(
-            &cfg,
-            "/nonexistent/unused.lease",
-        ))
-        .unwrap();
-    rt.block_on(lease.create_table_if_missing()).unwrap();
-    lease
-}
+use crate::{lease_of, runtime};
 
 #[test]
 fn a_wait_the_holder_does_not_answer_fails_clearly() {
@@ -48,7 +18,7 @@ fn a_wait_the_holder_does_not_answer_fails_clearly() {
     for backend in ["dynamodb", "file"] {
         let (t, lake) = dq_dinsim::testing::din_lake(Backend::File);
         let m = Materializer::builder(lake).emf(false).build().unwrap();
-        let lease = lease_of(&rt, backend, &t);
+        let lease = lease_of(&rt, backend, t.path("materializer.lease"));
         let ctx = Context::new(m, lease.clone().with_wait(Duration::from_secs(2)));
         // A holder that never renews, so never sees the request: a drain stuck in one window.
         let stuck = lease.for_invocation("stuck-drain");

@@ -61,18 +61,29 @@ fn validator(cache: &Arc<JwksCache>) -> TokenValidator {
 
 const LONG: Duration = Duration::from_secs(3600);
 
+/// Cache settings: keys kept `ttl`, refreshes at most every `min_refresh_interval`.
+fn config(ttl: Duration, min_refresh_interval: Duration) -> CacheConfig {
+    CacheConfig {
+        ttl,
+        min_refresh_interval,
+        ..CacheConfig::default()
+    }
+}
+
+/// An endpoint serving `signer`'s keys, and a cache of it with `config`, primed (one fetch).
+async fn primed(signer: &DevSigner, config: CacheConfig) -> (Endpoint, Arc<JwksCache>) {
+    let endpoint = Endpoint::default();
+    endpoint.serve(Some(signer.jwks_json()));
+    let cache = endpoint.cache(config);
+    cache.prime().await.unwrap();
+    (endpoint, cache)
+}
+
 #[tokio::test]
 async fn rotation_is_picked_up_on_unknown_kid_and_rate_limited() {
     let old = DevSigner::generate(ISSUER).unwrap();
     let new = DevSigner::generate(ISSUER).unwrap();
-    let endpoint = Endpoint::default();
-    endpoint.serve(Some(old.jwks_json()));
-    let cache = endpoint.cache(CacheConfig {
-        ttl: LONG,
-        min_refresh_interval: Duration::ZERO,
-        ..CacheConfig::default()
-    });
-    cache.prime().await.unwrap();
+    let (endpoint, cache) = primed(&old, config(LONG, Duration::ZERO)).await;
     let v = validator(&cache);
     assert!(v.validate(&token(&old)).await.is_ok());
     assert_eq!(endpoint.fetches(), 1);
@@ -85,11 +96,7 @@ async fn rotation_is_picked_up_on_unknown_kid_and_rate_limited() {
     assert_eq!(endpoint.fetches(), 2, "known kid: no fetch");
 
     // With a long interval, garbage kids cannot make us fetch again.
-    let limited = endpoint.cache(CacheConfig {
-        ttl: LONG,
-        min_refresh_interval: LONG,
-        ..CacheConfig::default()
-    });
+    let limited = endpoint.cache(config(LONG, LONG));
     limited.prime().await.unwrap();
     let before = endpoint.fetches();
     let v = validator(&limited);
@@ -107,11 +114,7 @@ async fn rotation_is_picked_up_on_unknown_kid_and_rate_limited() {
 async fn first_use_fetches_and_failures_are_unavailable() {
     let signer = DevSigner::generate(ISSUER).unwrap();
     let endpoint = Endpoint::default();
-    let cache = endpoint.cache(CacheConfig {
-        ttl: LONG,
-        min_refresh_interval: LONG,
-        ..CacheConfig::default()
-    });
+    let cache = endpoint.cache(config(LONG, LONG));
     let v = validator(&cache);
     // Issuer down at cold start: prime fails loudly, requests get UNAVAILABLE.
     assert!(matches!(
@@ -131,14 +134,7 @@ async fn first_use_fetches_and_failures_are_unavailable() {
 #[tokio::test]
 async fn stale_keys_keep_serving_when_refresh_fails() {
     let signer = DevSigner::generate(ISSUER).unwrap();
-    let endpoint = Endpoint::default();
-    endpoint.serve(Some(signer.jwks_json()));
-    let cache = endpoint.cache(CacheConfig {
-        ttl: Duration::ZERO,
-        min_refresh_interval: Duration::ZERO,
-        ..CacheConfig::default()
-    });
-    cache.prime().await.unwrap();
+    let (endpoint, cache) = primed(&signer, config(Duration::ZERO, Duration::ZERO)).await;
     endpoint.serve(None);
     let v = validator(&cache);
     assert!(v.validate(&token(&signer)).await.is_ok());
@@ -152,14 +148,7 @@ async fn stale_keys_keep_serving_when_refresh_fails() {
 async fn concurrent_unknown_kids_share_one_fetch() {
     let old = DevSigner::generate(ISSUER).unwrap();
     let new = DevSigner::generate(ISSUER).unwrap();
-    let endpoint = Endpoint::default();
-    endpoint.serve(Some(old.jwks_json()));
-    let cache = endpoint.cache(CacheConfig {
-        ttl: LONG,
-        min_refresh_interval: Duration::ZERO,
-        ..CacheConfig::default()
-    });
-    cache.prime().await.unwrap();
+    let (endpoint, cache) = primed(&old, config(LONG, Duration::ZERO)).await;
     endpoint.serve(Some(new.jwks_json()));
     let v = Arc::new(validator(&cache));
     let t = token(&new);

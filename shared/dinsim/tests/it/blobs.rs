@@ -25,11 +25,7 @@ fn s3_store(sealed: bool) -> BlobConfig {
         bucket,
         prefix: dq_blob::DEFAULT_PREFIX.into(),
         encryption_key: sealed.then(|| KEY.to_owned()),
-        region: Some(moto.region().into()),
-        access_key_id: Some(moto.access_key().into()),
-        secret_access_key: Some(moto.secret_key().into()),
-        endpoint: Some(moto.endpoint()),
-        kms_key_id: None,
+        s3: moto.s3_config(),
     }
 }
 

@@ -167,13 +167,7 @@ fn data_path_on_s3() {
     let lake = t
         .open_with(|c| {
             c.data_path = Some(format!("s3://{bucket}/lake/"));
-            c.s3 = dq_lake::S3Config {
-                region: Some(moto.region().into()),
-                access_key_id: Some(moto.access_key().into()),
-                secret_access_key: Some(moto.secret_key().into()),
-                endpoint: Some(moto.endpoint()),
-                kms_key_id: None,
-            };
+            c.s3 = moto.s3_config();
         })
         .unwrap();
     dq_lake::raw::ensure(&lake).unwrap();

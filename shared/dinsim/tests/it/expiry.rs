@@ -1,5 +1,6 @@
 use chrono::Duration;
-use dq_dinsim::maintain::{expire, Retention};
+use dq_dinsim::maintain::expire;
+use dq_dinsim::testing::tiny_retention;
 use dq_dinsim::Writer;
 use dq_lake::testing::Backend;
 use dq_lake::{backend_tests, progress};
@@ -39,14 +40,7 @@ fn expiry_without_consumers_drops_the_feed(backend: Backend) {
     let first = progress::head(&lake).unwrap() + 1;
     bundles(&lake, 3);
     assert_eq!(feed_error(&lake, first), None);
-    let report = expire(
-        &lake,
-        Retention {
-            keep: Duration::nanoseconds(1),
-            staleness: Duration::hours(1),
-        },
-    )
-    .unwrap();
+    let report = expire(&lake, tiny_retention()).unwrap();
     assert!(report.expired > 0 && !report.floor_binding);
     let err = feed_error(&lake, first).expect("expired start must fail");
     assert!(err.contains("No snapshot found"), "{err}");
@@ -64,28 +58,14 @@ fn live_consumer_floor_holds_expiry(backend: Backend) {
     progress::record(&lake, "dq", first).unwrap();
     bundles(&lake, 1);
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let report = expire(
-        &lake,
-        Retention {
-            keep: Duration::nanoseconds(1),
-            staleness: Duration::hours(1),
-        },
-    )
-    .unwrap();
+    let report = expire(&lake, tiny_retention()).unwrap();
     assert_eq!(report.floor, Some(first));
     assert!(report.floor_binding);
     // Everything above the floor survives: a consumer resumes at cursor + 1.
     assert_eq!(feed_error(&lake, first + 1), None);
     // A stale consumer no longer holds it.
     progress::backdate(&lake, "dq", Duration::hours(2)).unwrap();
-    let report = expire(
-        &lake,
-        Retention {
-            keep: Duration::nanoseconds(1),
-            staleness: Duration::hours(1),
-        },
-    )
-    .unwrap();
+    let report = expire(&lake, tiny_retention()).unwrap();
     assert_eq!(report.floor, None);
     assert!(feed_error(&lake, first + 1).is_some());
 }

@@ -1,17 +1,15 @@
 //! FetchService authorization over the wire: nobody unauthenticated is served, and a token reads
 //! only its subject.
 
-use crate::{fixture, options, request, subject, Fixture};
+use crate::{fixture, options, plain, request, subject, Fixture};
 use dq_auth::Permission;
 use dq_proto::grpc::{
-    AdvancedSearchOptions, CloudEventIndex, GetLatestCloudEventRequest, GetLatestIndexRequest,
-    ListCloudEventsFromKeysRequest, ListCloudEventsRequest, ListIndexesRequest, ObjectInfo,
-    SearchOptions,
+    AdvancedSearchOptions, CloudEventIndex, ListIndexesRequest, ObjectInfo, SearchOptions,
 };
 use tonic::Code;
 
 /// Calls every RPC for `search` (and an index of `search`'s subject) with `authorization`;
-/// returns each outcome as `(code, message)`, asserting no data came back on failure.
+/// returns each outcome as `(code, message)`.
 fn every_rpc(
     f: &Fixture,
     search: SearchOptions,
@@ -28,71 +26,13 @@ fn every_rpc(
             key: format!("lake://{}/a1", subject(1)),
         }),
     };
-    let outcome = |r: Result<(), tonic::Status>| match r {
-        Ok(()) => (Code::Ok, String::new()),
-        Err(s) => (s.code(), s.message().to_string()),
-    };
-    f.rt.block_on(async {
-        let mut c = c;
-        vec![
-            outcome(
-                c.get_latest_index(request(
-                    GetLatestIndexRequest {
-                        options: Some(search.clone()),
-                        advanced_options: None,
-                    },
-                    authorization,
-                ))
-                .await
-                .map(|_| ()),
-            ),
-            outcome(
-                c.list_indexes(request(
-                    ListIndexesRequest {
-                        options: Some(search.clone()),
-                        limit: 5,
-                        advanced_options: None,
-                    },
-                    authorization,
-                ))
-                .await
-                .map(|_| ()),
-            ),
-            outcome(
-                c.get_latest_cloud_event(request(
-                    GetLatestCloudEventRequest {
-                        options: Some(search.clone()),
-                        advanced_options: None,
-                    },
-                    authorization,
-                ))
-                .await
-                .map(|_| ()),
-            ),
-            outcome(
-                c.list_cloud_events(request(
-                    ListCloudEventsRequest {
-                        options: Some(search.clone()),
-                        limit: 5,
-                        advanced_options: None,
-                    },
-                    authorization,
-                ))
-                .await
-                .map(|_| ()),
-            ),
-            outcome(
-                c.list_cloud_events_from_index(request(
-                    ListCloudEventsFromKeysRequest {
-                        indexes: vec![index],
-                    },
-                    authorization,
-                ))
-                .await
-                .map(|_| ()),
-            ),
-        ]
-    })
+    f.every_rpc(&c, &search, 5, vec![index], authorization)
+        .into_iter()
+        .map(|r| match r {
+            Ok(()) => (Code::Ok, String::new()),
+            Err(s) => (s.code(), s.message().to_string()),
+        })
+        .collect()
 }
 
 fn all(code: Code, message: &str) -> Vec<(Code, String)> {
@@ -199,23 +139,22 @@ impl dq_auth::DeviceLinks for Links {
     }
 }
 
+/// ListIndexes (five at most) for any `subject` string.
+fn list_request(subject: &str) -> ListIndexesRequest {
+    let search = SearchOptions {
+        subject: Some(subject.into()),
+        ..Default::default()
+    };
+    plain::list_indexes(search, 5)
+}
+
 fn list_indexes(
     f: &Fixture,
     c: &mut dq_proto::grpc::fetch_service_client::FetchServiceClient<tonic::transport::Channel>,
     subject: &str,
 ) -> Result<usize, tonic::Status> {
-    f.rt.block_on(c.list_indexes(request(
-        ListIndexesRequest {
-            options: Some(SearchOptions {
-                subject: Some(subject.into()),
-                ..Default::default()
-            }),
-            limit: 5,
-            advanced_options: None,
-        },
-        Some(&f.owner()),
-    )))
-    .map(|r| r.into_inner().indexes.len())
+    f.rt.block_on(c.list_indexes(request(list_request(subject), Some(&f.owner()))))
+        .map(|r| r.into_inner().indexes.len())
 }
 
 #[test]
@@ -244,18 +183,8 @@ fn linked_devices_and_the_in_flight_limit() {
         let mut c = c.clone();
         let token = f.owner();
         f.rt.spawn(async move {
-            c.list_indexes(request(
-                ListIndexesRequest {
-                    options: Some(SearchOptions {
-                        subject: Some(format!("{DEVICE}:7")),
-                        ..Default::default()
-                    }),
-                    limit: 5,
-                    advanced_options: None,
-                },
-                Some(&token),
-            ))
-            .await
+            c.list_indexes(request(list_request(&format!("{DEVICE}:7")), Some(&token)))
+                .await
         })
     };
     std::thread::sleep(std::time::Duration::from_millis(300));

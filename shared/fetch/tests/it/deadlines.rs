@@ -1,8 +1,7 @@
 //! Issue 18 item 5: a client's `grpc-timeout` (up to 99999999 hours on the wire) is capped at
 //! the server's maximum deadline; a shorter one is honoured.
 
-use crate::{fixture, options, request};
-use dq_proto::grpc::ListIndexesRequest;
+use crate::{fixture, options, plain, request};
 use std::time::Duration;
 use tonic::Code;
 
@@ -11,14 +10,7 @@ use tonic::Code;
 fn list(max: Duration, timeout: Option<&str>) -> Result<usize, tonic::Status> {
     let f = fixture();
     let mut c = f.client(f.serve(f.api(true).with_max_deadline(max)));
-    let mut r = request(
-        ListIndexesRequest {
-            options: Some(options(1)),
-            limit: 10,
-            advanced_options: None,
-        },
-        None,
-    );
+    let mut r = request(plain::list_indexes(options(1), 10), None);
     if let Some(t) = timeout {
         r.metadata_mut().insert("grpc-timeout", t.parse().unwrap());
     }

@@ -3,14 +3,9 @@
 //! generic text — DuckDB's and S3's messages name the catalog host, port, database and user,
 //! or the bucket, key and response — and the detail goes to the log.
 
-use crate::{fixture, options, request, seed, BLOB_KEY};
-use dq_blob::{BlobConfig, BlobError, BlobStore, S3Failure};
-use dq_fetch::FetchApi;
-use dq_proto::grpc::{
-    GetLatestCloudEventRequest, GetLatestIndexRequest, ListCloudEventsFromKeysRequest,
-    ListCloudEventsRequest, ListIndexesRequest,
-};
-use dq_rawquery::{Db, FetchError, Payloads};
+use crate::{fixture, options, plain, request};
+use dq_blob::{BlobError, S3Failure};
+use dq_rawquery::FetchError;
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::Code;
@@ -160,96 +155,30 @@ fn catalog_down_answers_generic_texts() {
     // A server of its own: stopping the shared one would fail every other test.
     let pg = dq_testkit::Postgres::start().unwrap();
     let dsn = pg.create_database("lake").unwrap();
-    let t = dq_dinsim::testing::lake_on_postgres(&dsn);
-    let lake = dq_dinsim::testing::open_din_lake(&t);
-    let mut cfg = BlobConfig::local(t.path("blobs"));
-    cfg.encryption_key = Some(BLOB_KEY.into());
-    let store = Arc::new(crate::runtime().block_on(BlobStore::open(&cfg)).unwrap());
-    seed(&lake, &store);
-    let api = FetchApi::new(
-        Arc::new(Db::new(lake)),
-        Payloads::new(Some(store)),
-        dq_auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
-    );
-    let c = f.client(f.serve(api));
+    let seeded = crate::seeded_on(dq_dinsim::testing::lake_on_postgres(&dsn));
+    let c = f.client_over(&seeded.db, Arc::clone(&seeded.store));
     let index = {
         let mut c = c.clone();
-        f.rt.block_on(c.list_indexes(request(
-            ListIndexesRequest {
-                options: Some(options(1)),
-                limit: 1,
-                advanced_options: None,
-            },
-            None,
-        )))
-        .unwrap()
-        .into_inner()
-        .indexes
+        f.rt.block_on(c.list_indexes(request(plain::list_indexes(options(1), 1), None)))
+            .unwrap()
+            .into_inner()
+            .indexes
     };
     assert_eq!(index.len(), 1);
 
     pg.stop_server().unwrap();
-    let mut answers: Vec<(&str, Result<(), tonic::Status>)> = Vec::new();
-    let mut c1 = c.clone();
-    answers.push((
+    let contexts = [
         "failed to get latest index",
-        f.rt.block_on(c1.get_latest_index(request(
-            GetLatestIndexRequest {
-                options: Some(options(1)),
-                advanced_options: None,
-            },
-            None,
-        )))
-        .map(drop),
-    ));
-    answers.push((
         "failed to list indexes",
-        f.rt.block_on(c1.list_indexes(request(
-            ListIndexesRequest {
-                options: Some(options(1)),
-                limit: 10,
-                advanced_options: None,
-            },
-            None,
-        )))
-        .map(drop),
-    ));
-    answers.push((
         "failed to get latest cloud event",
-        f.rt.block_on(c1.get_latest_cloud_event(request(
-            GetLatestCloudEventRequest {
-                options: Some(options(1)),
-                advanced_options: None,
-            },
-            None,
-        )))
-        .map(drop),
-    ));
-    answers.push((
         "failed to get objects",
-        f.rt.block_on(c1.list_cloud_events(request(
-            ListCloudEventsRequest {
-                options: Some(options(1)),
-                limit: 10,
-                advanced_options: None,
-            },
-            None,
-        )))
-        .map(drop),
-    ));
-    answers.push((
         "failed to get objects",
-        f.rt.block_on(c1.list_cloud_events_from_index(request(
-            ListCloudEventsFromKeysRequest {
-                indexes: index.clone(),
-            },
-            None,
-        )))
-        .map(drop),
-    ));
+    ];
+    let answers = f.every_rpc(&c, &options(1), 10, index, None);
+    assert_eq!(answers.len(), contexts.len());
     let port = pg.port().to_string();
     let mut texts = Vec::new();
-    for (context, answer) in answers {
+    for (context, answer) in contexts.into_iter().zip(answers) {
         let e = answer.expect_err(context);
         assert_eq!(
             (e.code(), e.message()),

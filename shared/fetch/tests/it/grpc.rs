@@ -1,8 +1,8 @@
 //! Each RPC through a tonic client over HTTP/2, with its edge cases.
 
-use crate::{at, big_payload, fixture, ids, options, request, subject, ts};
+use crate::{at, big_payload, fixture, ids, options, plain, request, subject, ts};
 use dq_proto::grpc::{
-    AdvancedSearchOptions, CloudEventIndex, GetLatestCloudEventRequest, GetLatestIndexRequest,
+    AdvancedSearchOptions, CloudEventIndex, GetLatestCloudEventRequest,
     ListCloudEventsFromKeysRequest, ListCloudEventsRequest, ListIndexesRequest, ObjectInfo,
     SearchOptions, StringFilterOption,
 };
@@ -59,14 +59,13 @@ fn list_indexes_limits_and_keys() {
     // Zero rows → NOT_FOUND.
     let err =
         f.rt.block_on(c.list_indexes(request(
-            ListIndexesRequest {
-                options: Some(SearchOptions {
+            plain::list_indexes(
+                SearchOptions {
                     before: Some(ts(at(-1_000_000_000))),
                     ..options(1)
-                }),
-                limit: 10,
-                advanced_options: None,
-            },
+                },
+                10,
+            ),
             Some(&token),
         )))
         .unwrap_err();
@@ -84,13 +83,10 @@ fn latest_index_and_event() {
     // Newest first even when ascending order is asked for.
     let latest =
         f.rt.block_on(c.get_latest_index(request(
-            GetLatestIndexRequest {
-                options: Some(SearchOptions {
-                    timestamp_asc: Some(true),
-                    ..options(1)
-                }),
-                advanced_options: None,
-            },
+            plain::latest_index(SearchOptions {
+                timestamp_asc: Some(true),
+                ..options(1)
+            }),
             Some(&token),
         )))
         .unwrap()
@@ -104,13 +100,10 @@ fn latest_index_and_event() {
     // Binary inline payload → data_base64.
     let bin =
         f.rt.block_on(c.get_latest_cloud_event(request(
-            GetLatestCloudEventRequest {
-                options: Some(SearchOptions {
-                    r#type: Some("dimo.raw.image".into()),
-                    ..options(1)
-                }),
-                advanced_options: None,
-            },
+            plain::latest_event(SearchOptions {
+                r#type: Some("dimo.raw.image".into()),
+                ..options(1)
+            }),
             Some(&token),
         )))
         .unwrap()
@@ -140,28 +133,17 @@ fn latest_index_and_event() {
     // No match → NOT_FOUND for both.
     let token9 = f.bearer(9, &[dq_auth::Permission::GetRawData]);
     let e =
-        f.rt.block_on(c.get_latest_index(request(
-            GetLatestIndexRequest {
-                options: Some(options(9)),
-                advanced_options: None,
-            },
-            Some(&token9),
-        )))
-        .unwrap_err();
+        f.rt.block_on(c.get_latest_index(request(plain::latest_index(options(9)), Some(&token9))))
+            .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     assert!(
         e.message().starts_with("no index key Found"),
         "{}",
         e.message()
     );
-    let e =
-        f.rt.block_on(c.get_latest_cloud_event(request(
-            GetLatestCloudEventRequest {
-                options: Some(options(9)),
-                advanced_options: None,
-            },
-            Some(&token9),
-        )))
+    let e = f
+        .rt
+        .block_on(c.get_latest_cloud_event(request(plain::latest_event(options(9)), Some(&token9))))
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
 }
@@ -244,17 +226,10 @@ fn cloud_events_from_index() {
     let mut c = f.client(f.strict);
     let token = f.owner();
     let mut indexes =
-        f.rt.block_on(c.list_indexes(request(
-            ListIndexesRequest {
-                options: Some(options(1)),
-                limit: 100,
-                advanced_options: None,
-            },
-            Some(&token),
-        )))
-        .unwrap()
-        .into_inner()
-        .indexes;
+        f.rt.block_on(c.list_indexes(request(plain::list_indexes(options(1), 100), Some(&token))))
+            .unwrap()
+            .into_inner()
+            .indexes;
     indexes.reverse();
     indexes.push(indexes[0].clone());
     let from = |indexes: Vec<CloudEventIndex>| {
@@ -330,15 +305,8 @@ fn budget_and_deadline() {
     );
     let mut c = f.client(f.serve(budget));
     let e =
-        f.rt.block_on(c.list_cloud_events(request(
-            ListCloudEventsRequest {
-                options: Some(options(1)),
-                limit: 10,
-                advanced_options: None,
-            },
-            None,
-        )))
-        .unwrap_err();
+        f.rt.block_on(c.list_cloud_events(request(plain::list_events(options(1), 10), None)))
+            .unwrap_err();
     assert_eq!(e.code(), Code::ResourceExhausted);
     assert!(
         e.message().contains("256 MiB per-call budget"),
@@ -349,14 +317,7 @@ fn budget_and_deadline() {
     let slow = f.api(true).with_max_deadline(Duration::from_nanos(1));
     let mut c = f.client(f.serve(slow));
     let e =
-        f.rt.block_on(c.list_indexes(request(
-            ListIndexesRequest {
-                options: Some(options(1)),
-                limit: 10,
-                advanced_options: None,
-            },
-            None,
-        )))
-        .unwrap_err();
+        f.rt.block_on(c.list_indexes(request(plain::list_indexes(options(1), 10), None)))
+            .unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e:?}");
 }

@@ -1,11 +1,9 @@
 //! The same service as gRPC-web: HTTP/1.1 POST, `application/grpc-web+proto`, the reply a data
 //! frame then a trailer frame (or the status in the headers for trailers-only errors).
 
-use crate::{fixture, ids, options, subject};
+use crate::{fixture, ids, options, plain, subject};
 use bytes::Bytes;
-use dq_proto::grpc::{
-    GetLatestIndexRequest, GetLatestIndexResponse, ListCloudEventsRequest, ListCloudEventsResponse,
-};
+use dq_proto::grpc::{GetLatestIndexResponse, ListCloudEventsResponse};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -115,11 +113,7 @@ pub fn call(addr: SocketAddr, method: &str, message: &[u8], authorization: Optio
 #[test]
 fn list_cloud_events_over_grpc_web() {
     let f = fixture();
-    let req = ListCloudEventsRequest {
-        options: Some(options(1)),
-        limit: 3,
-        advanced_options: None,
-    };
+    let req = plain::list_events(options(1), 3);
     let reply = call(
         f.strict,
         "ListCloudEvents",
@@ -135,10 +129,7 @@ fn list_cloud_events_over_grpc_web() {
 #[test]
 fn latest_index_and_errors_over_grpc_web() {
     let f = fixture();
-    let req = GetLatestIndexRequest {
-        options: Some(options(2)),
-        advanced_options: None,
-    };
+    let req = plain::latest_index(options(2));
     let owner2 = f.bearer(2, &[dq_auth::Permission::GetRawData]);
     let reply = call(
         f.strict,
@@ -168,10 +159,7 @@ fn latest_index_and_errors_over_grpc_web() {
     assert_eq!(reply.status, 7, "{reply:?}");
     assert!(reply.data.is_none());
     let nine = f.bearer(9, &[dq_auth::Permission::GetRawData]);
-    let req9 = GetLatestIndexRequest {
-        options: Some(options(9)),
-        advanced_options: None,
-    };
+    let req9 = plain::latest_index(options(9));
     let reply = call(
         f.strict,
         "GetLatestIndex",

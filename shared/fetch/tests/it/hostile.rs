@@ -4,13 +4,12 @@
 //! well-formed message — and the served data must be unchanged afterwards.
 
 use crate::grpc_web::{call, decode, frame};
-use crate::{fixture, ids, options};
+use crate::{fixture, ids, options, plain};
 use bytes::Bytes;
 use dq_proto::cloudevent::CloudEventHeader;
 use dq_proto::grpc::{
-    AdvancedSearchOptions, CloudEventIndex, GetLatestCloudEventRequest, GetLatestIndexRequest,
-    ListCloudEventsFromKeysRequest, ListCloudEventsRequest, ListCloudEventsResponse,
-    ListIndexesRequest, ObjectInfo, SearchOptions, StringFilterOption,
+    AdvancedSearchOptions, CloudEventIndex, ListCloudEventsFromKeysRequest, ListCloudEventsRequest,
+    ListCloudEventsResponse, ListIndexesRequest, ObjectInfo, SearchOptions, StringFilterOption,
 };
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -68,11 +67,7 @@ fn post_raw(addr: SocketAddr, method: &str, body: Vec<u8>, authorization: &str) 
 
 fn baseline(addr: SocketAddr) -> Vec<String> {
     let f = fixture();
-    let req = ListCloudEventsRequest {
-        options: Some(options(1)),
-        limit: 10,
-        advanced_options: None,
-    };
+    let req = plain::list_events(options(1), 10);
     let reply = call(
         addr,
         "ListCloudEvents",
@@ -176,11 +171,7 @@ fn injection_strings_are_data_not_sql() {
             ),
             (
                 "GetLatestCloudEvent",
-                GetLatestCloudEventRequest {
-                    options: Some(owner_opts.clone()),
-                    advanced_options: None,
-                }
-                .encode_to_vec(),
+                plain::latest_event(owner_opts.clone()).encode_to_vec(),
                 f.owner(),
             ),
             (
@@ -195,11 +186,7 @@ fn injection_strings_are_data_not_sql() {
             ),
             (
                 "GetLatestIndex",
-                GetLatestIndexRequest {
-                    options: Some(opts.clone()),
-                    advanced_options: None,
-                }
-                .encode_to_vec(),
+                plain::latest_index(opts.clone()).encode_to_vec(),
                 as_subject.clone(),
             ),
             (

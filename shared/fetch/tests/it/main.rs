@@ -15,6 +15,9 @@
 //! - `observe.rs`: call metrics by method and code, the call span in the logs (issue 22).
 //!
 //! One seeded lake and its servers are shared by the whole binary (read-only tests).
+// Integration-test helpers fail their test by panicking, like the #[test] bodies clippy.toml exempts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::panic, clippy::indexing_slicing)]
 
 mod access;
 mod blobs;
@@ -134,7 +137,11 @@ pub struct Seeded {
 }
 
 pub fn seeded(backend: Backend) -> Seeded {
-    let test_lake = TestLake::new(backend);
+    seeded_on(TestLake::new(backend))
+}
+
+/// [`seed`]s the din lake at `test_lake`, with its sealed local blob store.
+pub fn seeded_on(test_lake: TestLake) -> Seeded {
     let lake = dq_dinsim::testing::open_din_lake(&test_lake);
     let mut cfg = BlobConfig::local(test_lake.path("blobs"));
     cfg.encryption_key = Some(BLOB_KEY.into());
@@ -145,6 +152,44 @@ pub fn seeded(backend: Backend) -> Seeded {
         db: Arc::new(Db::new(lake)),
         store,
     }
+}
+
+/// A fresh bucket of the shared moto server, named after `prefix`.
+pub fn moto_bucket(prefix: &str) -> String {
+    let name = dq_testkit::unique_name(prefix)
+        .to_lowercase()
+        .replace('_', "-");
+    dq_testkit::shared_moto().create_bucket(&name).unwrap();
+    name
+}
+
+/// A blob store on `bucket` of the shared moto server, sealing with `key` when given.
+pub fn moto_store(bucket: &str, key: Option<&str>) -> Arc<BlobStore> {
+    let moto = dq_testkit::shared_moto();
+    let cfg = BlobConfig {
+        bucket: bucket.into(),
+        prefix: dq_blob::DEFAULT_PREFIX.into(),
+        encryption_key: key.map(str::to_string),
+        s3: moto.s3_config(),
+    };
+    Arc::new(runtime().block_on(BlobStore::open(&cfg)).unwrap())
+}
+
+/// A din lake holding `events`, written in one bundle through `store` (payloads over 64 bytes
+/// go to blobs), and its reader.
+pub fn lake_through(
+    store: &BlobStore,
+    events: &[dq_cloudevent::event::RawEvent],
+) -> (TestLake, Arc<Db>) {
+    let (t, lake) = dq_dinsim::testing::din_lake(Backend::File);
+    runtime()
+        .block_on(
+            dq_dinsim::Writer::new(&lake, Some(store))
+                .with_threshold(64)
+                .write_bundle(events),
+        )
+        .unwrap();
+    (t, Arc::new(Db::new(lake)))
 }
 
 /// The binary-wide fixture: a seeded file-catalog lake, the signer, and a runtime that keeps
@@ -210,6 +255,17 @@ impl Fixture {
         })
     }
 
+    /// A client of a server of its own over `db`, its payloads from `store`, serving callers
+    /// without a token.
+    pub fn client_over(&self, db: &Arc<Db>, store: Arc<BlobStore>) -> FetchServiceClient<Channel> {
+        let api = FetchApi::new(
+            Arc::clone(db),
+            Payloads::new(Some(store)),
+            GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
+        );
+        self.client(self.serve(api))
+    }
+
     /// A tonic client over HTTP/2.
     pub fn client(&self, addr: SocketAddr) -> FetchServiceClient<Channel> {
         self.rt.block_on(async {
@@ -243,6 +299,42 @@ impl Fixture {
         claims.expires_at = now_secs() - 10;
         format!("Bearer {}", self.signer.mint(&claims).unwrap())
     }
+
+    /// Calls every RPC through `c` with `authorization`, in the order GetLatestIndex,
+    /// ListIndexes, GetLatestCloudEvent, ListCloudEvents (the list RPCs with `limit`), all on
+    /// `search`, then ListCloudEventsFromIndex on `indexes`; returns each outcome, its answer
+    /// dropped.
+    pub fn every_rpc(
+        &self,
+        c: &FetchServiceClient<Channel>,
+        search: &dq_proto::grpc::SearchOptions,
+        limit: i32,
+        indexes: Vec<dq_proto::grpc::CloudEventIndex>,
+        authorization: Option<&str>,
+    ) -> Vec<Result<(), tonic::Status>> {
+        let mut c = c.clone();
+        let s = || search.clone();
+        let from_keys = dq_proto::grpc::ListCloudEventsFromKeysRequest { indexes };
+        self.rt.block_on(async {
+            vec![
+                c.get_latest_index(request(plain::latest_index(s()), authorization))
+                    .await
+                    .map(drop),
+                c.list_indexes(request(plain::list_indexes(s(), limit), authorization))
+                    .await
+                    .map(drop),
+                c.get_latest_cloud_event(request(plain::latest_event(s()), authorization))
+                    .await
+                    .map(drop),
+                c.list_cloud_events(request(plain::list_events(s(), limit), authorization))
+                    .await
+                    .map(drop),
+                c.list_cloud_events_from_index(request(from_keys, authorization))
+                    .await
+                    .map(drop),
+            ]
+        })
+    }
 }
 
 /// A tonic request carrying `authorization` when given.
@@ -260,6 +352,44 @@ pub fn ids(events: &[dq_proto::cloudevent::CloudEvent]) -> Vec<String> {
         .iter()
         .map(|e| e.header.as_ref().unwrap().id.clone())
         .collect()
+}
+
+/// The four search RPCs' requests on plain options alone (no advanced options).
+pub mod plain {
+    use dq_proto::grpc::{
+        GetLatestCloudEventRequest, GetLatestIndexRequest, ListCloudEventsRequest,
+        ListIndexesRequest, SearchOptions,
+    };
+
+    pub fn latest_index(options: SearchOptions) -> GetLatestIndexRequest {
+        GetLatestIndexRequest {
+            options: Some(options),
+            advanced_options: None,
+        }
+    }
+
+    pub fn list_indexes(options: SearchOptions, limit: i32) -> ListIndexesRequest {
+        ListIndexesRequest {
+            options: Some(options),
+            limit,
+            advanced_options: None,
+        }
+    }
+
+    pub fn latest_event(options: SearchOptions) -> GetLatestCloudEventRequest {
+        GetLatestCloudEventRequest {
+            options: Some(options),
+            advanced_options: None,
+        }
+    }
+
+    pub fn list_events(options: SearchOptions, limit: i32) -> ListCloudEventsRequest {
+        ListCloudEventsRequest {
+            options: Some(options),
+            limit,
+            advanced_options: None,
+        }
+    }
 }
 
 /// Plain options scoped to vehicle `token`.

@@ -3,11 +3,10 @@
 //! fields (API Gateway request id, vehicle) in the JSON logs.
 
 use crate::grpc_web::call;
-use crate::{fixture, options, request};
+use crate::{fixture, options, plain, request};
 use dq_auth::Permission;
 use dq_fetch::observe::Observe;
 use dq_metrics::{Captured, Sink};
-use dq_proto::grpc::{GetLatestIndexRequest, ListCloudEventsRequest};
 use lambda_http::request::LambdaRequest;
 use prost::Message;
 use serde_json::{json, Value};
@@ -65,11 +64,7 @@ fn call_lines_carry_method_and_code() {
     let f = fixture();
     let (addr, captured, _) = observed("1");
     let mut c = f.client(addr);
-    let list = ListCloudEventsRequest {
-        options: Some(options(1)),
-        limit: 3,
-        advanced_options: None,
-    };
+    let list = plain::list_events(options(1), 3);
     f.rt.block_on(c.list_cloud_events(request(list.clone(), Some(&f.owner()))))
         .unwrap();
     assert_eq!(method_code(&line(&captured, 1)), ("ListCloudEvents", "OK"));
@@ -77,14 +72,8 @@ fn call_lines_carry_method_and_code() {
     // Vehicle 9 has no events: NOT_FOUND (a trailers-only answer).
     let token9 = f.bearer(9, &[Permission::GetRawData]);
     let e =
-        f.rt.block_on(c.get_latest_index(request(
-            GetLatestIndexRequest {
-                options: Some(options(9)),
-                advanced_options: None,
-            },
-            Some(&token9),
-        )))
-        .unwrap_err();
+        f.rt.block_on(c.get_latest_index(request(plain::latest_index(options(9)), Some(&token9))))
+            .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     assert_eq!(
         method_code(&line(&captured, 2)),
@@ -121,14 +110,9 @@ fn query_emf_off_writes_nothing() {
     for off in ["", "no"] {
         let (addr, captured, _) = observed(off);
         let mut c = f.client(addr);
-        f.rt.block_on(c.list_cloud_events(request(
-            ListCloudEventsRequest {
-                options: Some(options(1)),
-                limit: 1,
-                advanced_options: None,
-            },
-            Some(&f.owner()),
-        )))
+        f.rt.block_on(
+            c.list_cloud_events(request(plain::list_events(options(1), 1), Some(&f.owner()))),
+        )
         .unwrap();
         std::thread::sleep(Duration::from_millis(200));
         assert!(captured.lines().is_empty(), "QUERY_EMF={off:?}");

@@ -3,36 +3,11 @@
 //! the raw response (headers, body, connector internals). Against moto: a missing object and
 //! an access S3 refuses (an archived object, 403 `InvalidObjectState`).
 
-use crate::{at, event, fixture, request, runtime};
-use dq_blob::{BlobConfig, BlobStore};
-use dq_fetch::FetchApi;
-use dq_lake::testing::Backend;
-use dq_proto::grpc::{GetLatestCloudEventRequest, ListIndexesRequest, SearchOptions};
-use dq_rawquery::{Db, Payloads};
+use crate::{at, event, fixture, lake_through, moto_bucket, moto_store, plain, request};
+use dq_blob::BlobStore;
+use dq_proto::grpc::SearchOptions;
 use std::sync::Arc;
 use tonic::Code;
-
-fn s3_store(bucket: &str) -> Arc<BlobStore> {
-    let moto = dq_testkit::shared_moto();
-    let cfg = BlobConfig {
-        bucket: bucket.into(),
-        prefix: dq_blob::DEFAULT_PREFIX.into(),
-        region: Some(moto.region().into()),
-        access_key_id: Some(moto.access_key().into()),
-        secret_access_key: Some(moto.secret_key().into()),
-        endpoint: Some(moto.endpoint()),
-        ..BlobConfig::default()
-    };
-    Arc::new(runtime().block_on(BlobStore::open(&cfg)).unwrap())
-}
-
-fn bucket() -> String {
-    let name = dq_testkit::unique_name("s3logs")
-        .to_lowercase()
-        .replace('_', "-");
-    dq_testkit::shared_moto().create_bucket(&name).unwrap();
-    name
-}
 
 /// The warning and error lines logged so far that name `key`.
 fn lines_naming(key: &str) -> Vec<String> {
@@ -62,29 +37,17 @@ fn assert_one_line(key: &str, code: &str, status: &str) {
 fn s3_failures_are_logged_on_one_line() {
     dq_testkit::logs::capture();
     let f = fixture();
-    let (_t, lake) = dq_dinsim::testing::din_lake(Backend::File);
-    let written = bucket();
-    let store = s3_store(&written);
+    let written = moto_bucket("s3logs");
+    let store = moto_store(&written, None);
     let payload = format!(r#"{{"image":"{}"}}"#, "q".repeat(300));
-    runtime()
-        .block_on(
-            dq_dinsim::Writer::new(&lake, Some(&store))
-                .with_threshold(64)
-                .write_bundle(&[
-                    event(1, "miss", "dimo.status", at(1), &payload),
-                    event(1, "cold", "dimo.status", at(2), &payload),
-                ]),
-        )
-        .unwrap();
-    let db = Arc::new(Db::new(lake));
-    let serve = |store: Arc<BlobStore>| {
-        let api = FetchApi::new(
-            Arc::clone(&db),
-            Payloads::new(Some(store)),
-            dq_auth::GrpcAuthenticator::new(None, false).trust_unauthenticated(true),
-        );
-        f.client(f.serve(api))
-    };
+    let (_t, db) = lake_through(
+        &store,
+        &[
+            event(1, "miss", "dimo.status", at(1), &payload),
+            event(1, "cold", "dimo.status", at(2), &payload),
+        ],
+    );
+    let serve = |store: Arc<BlobStore>| f.client_over(&db, store);
     let by_id = |id: &str| SearchOptions {
         subject: Some(crate::subject(1)),
         id: Some(id.into()),
@@ -93,34 +56,23 @@ fn s3_failures_are_logged_on_one_line() {
     let key_of = |id: &str| {
         let mut c = serve(Arc::clone(&store));
         let indexes =
-            f.rt.block_on(c.list_indexes(request(
-                ListIndexesRequest {
-                    options: Some(by_id(id)),
-                    limit: 1,
-                    advanced_options: None,
-                },
-                None,
-            )))
-            .unwrap()
-            .into_inner()
-            .indexes;
+            f.rt.block_on(c.list_indexes(request(plain::list_indexes(by_id(id), 1), None)))
+                .unwrap()
+                .into_inner()
+                .indexes;
         indexes[0].data.as_ref().unwrap().key.clone()
     };
     let latest = |store: Arc<BlobStore>, id: &str| {
         let mut c = serve(store);
-        f.rt.block_on(c.get_latest_cloud_event(request(
-            GetLatestCloudEventRequest {
-                options: Some(by_id(id)),
-                advanced_options: None,
-            },
-            None,
-        )))
+        f.rt.block_on(c.get_latest_cloud_event(request(plain::latest_event(by_id(id)), None)))
     };
 
     // A missing object: the event is served without its payload, and one warning says why.
     let miss = key_of("miss");
     assert!(miss.starts_with(dq_blob::DEFAULT_PREFIX), "{miss}");
-    let got = latest(s3_store(&bucket()), "miss").unwrap().into_inner();
+    let got = latest(moto_store(&moto_bucket("s3logs"), None), "miss")
+        .unwrap()
+        .into_inner();
     assert!(got.cloud_event.unwrap().data.is_empty());
     assert_one_line(&miss, "NoSuchKey", "HTTP 404");
 

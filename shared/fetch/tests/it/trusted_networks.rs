@@ -3,7 +3,7 @@
 //! trusted network. Nothing the client writes (`X-Forwarded-For`, …) changes the peer.
 
 use crate::grpc_web::{decode, frame, Reply};
-use crate::{fixture, ids, options, request};
+use crate::{fixture, ids, options, plain, request};
 use bytes::Bytes;
 use dq_auth::config::{
     AWS_LAMBDA_FUNCTION_NAME, FETCH_GRPC_REQUIRE_JWT, FETCH_GRPC_TRUSTED_CIDRS,
@@ -56,11 +56,7 @@ fn serve_with(bind: &str, settings: &[(&str, &str)]) -> SocketAddr {
 }
 
 fn list_request() -> ListCloudEventsRequest {
-    ListCloudEventsRequest {
-        options: Some(options(1)),
-        limit: 3,
-        advanced_options: None,
-    }
+    plain::list_events(options(1), 3)
 }
 
 /// ListCloudEvents for vehicle 1 over native gRPC (HTTP/2) to `url`, without a token, with

@@ -11,45 +11,43 @@ use dq_cloudevent::RawEvent;
 
 /// Writes one `{"name":..,"timestamp":..,"value":<number>}` element.
 struct Signals<'a> {
-    out: &'a mut String,
+    items: jsonw::Elements<'a>,
     ts: &'a str,
-    first: bool,
 }
 
 impl Signals<'_> {
-    fn open(&mut self, name: &str) {
-        if !self.first {
-            self.out.push(',');
-        }
-        self.first = false;
-        self.out.push_str("{\"name\":\"");
-        self.out.push_str(name);
-        self.out.push_str("\",\"timestamp\":\"");
-        self.out.push_str(self.ts);
-        self.out.push_str("\",\"value\":");
+    /// Starts an element up to its value.
+    fn open(&mut self, name: &str) -> &mut String {
+        let out = self.items.next();
+        out.push_str("{\"name\":\"");
+        out.push_str(name);
+        out.push_str("\",\"timestamp\":\"");
+        out.push_str(self.ts);
+        out.push_str("\",\"value\":");
+        out
     }
 
     fn num(&mut self, name: &str, v: f64) {
-        self.open(name);
-        jsonw::num(self.out, v);
-        self.out.push('}');
+        let out = self.open(name);
+        jsonw::num(out, v);
+        out.push('}');
     }
 
     fn text(&mut self, name: &str, v: &str) {
-        self.open(name);
-        jsonw::string(self.out, v);
-        self.out.push('}');
+        let out = self.open(name);
+        jsonw::string(out, v);
+        out.push('}');
     }
 
     fn location(&mut self, lat: f64, lon: f64, hdop: f64) {
-        self.open("currentLocationCoordinates");
-        self.out.push_str("{\"latitude\":");
-        jsonw::num(self.out, lat);
-        self.out.push_str(",\"longitude\":");
-        jsonw::num(self.out, lon);
-        self.out.push_str(",\"hdop\":");
-        jsonw::num(self.out, hdop);
-        self.out.push_str("}}");
+        let out = self.open("currentLocationCoordinates");
+        out.push_str("{\"latitude\":");
+        jsonw::num(out, lat);
+        out.push_str(",\"longitude\":");
+        jsonw::num(out, lon);
+        out.push_str(",\"hdop\":");
+        jsonw::num(out, hdop);
+        out.push_str("}}");
     }
 }
 
@@ -65,9 +63,8 @@ pub(super) fn encode(e: &mut Emitter<'_>, s: &Sample<'_>, out: &mut Vec<RawEvent
     let mut data = String::with_capacity(1600);
     data.push_str("{\"signals\":[");
     let mut sig = Signals {
-        out: &mut data,
+        items: jsonw::Elements::new(&mut data),
         ts: &ts,
-        first: true,
     };
     sig.num("isIgnitionOn", if s.ignition { 1.0 } else { 0.0 });
     sig.num("speed", round(s.speed_kmh, 1));

@@ -71,34 +71,28 @@ fn fix_of(e: &mut Emitter<'_>, s: &Sample<'_>) -> Fix {
 }
 
 /// Writes `"oid":"HEX"` members.
-struct Oids<'a> {
-    out: &'a mut String,
-    first: bool,
-}
+struct Oids<'a>(jsonw::Elements<'a>);
 
 impl Oids<'_> {
+    /// Starts a member up to its value's opening quote.
+    fn open(&mut self, oid: &str) -> &mut String {
+        let out = self.0.next();
+        out.push('"');
+        out.push_str(oid);
+        out.push_str("\":\"");
+        out
+    }
+
     fn hex(&mut self, oid: &str, raw: f64) {
-        if !self.first {
-            self.out.push(',');
-        }
-        self.first = false;
-        self.out.push('"');
-        self.out.push_str(oid);
-        self.out.push_str("\":\"");
-        jsonw::hex(self.out, raw.round().max(0.0) as u64);
-        self.out.push('"');
+        let out = self.open(oid);
+        jsonw::hex(out, raw.round().max(0.0) as u64);
+        out.push('"');
     }
 
     fn text(&mut self, oid: &str, value: &str) {
-        if !self.first {
-            self.out.push(',');
-        }
-        self.first = false;
-        self.out.push('"');
-        self.out.push_str(oid);
-        self.out.push_str("\":\"");
-        self.out.push_str(value);
-        self.out.push('"');
+        let out = self.open(oid);
+        out.push_str(value);
+        out.push('"');
     }
 }
 
@@ -185,10 +179,7 @@ fn status(e: &mut Emitter<'_>, s: &Sample<'_>, out: &mut Vec<RawEvent>) {
     data.push_str("{\"pos\":");
     fix.write(&mut data);
     data.push_str("},\"prt\":0,\"signals\":{");
-    let mut sig = Oids {
-        out: &mut data,
-        first: true,
-    };
+    let mut sig = Oids(jsonw::Elements::new(&mut data));
     sig.text("409", if s.ignition { "1" } else { "0" });
     sig.hex("29", s.battery_v * 1000.0);
     sig.text("985", "0");

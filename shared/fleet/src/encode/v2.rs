@@ -13,39 +13,35 @@ use dq_cloudevent::RawEvent;
 use rand::Rng;
 
 /// Writes `{"name":..,"timestamp":<ms>,"value":..}` elements.
-struct Signals<'a> {
-    out: &'a mut String,
-    first: bool,
-}
+struct Signals<'a>(jsonw::Elements<'a>);
 
 impl Signals<'_> {
-    fn open(&mut self, name: &str, ts: i64) {
-        if !self.first {
-            self.out.push(',');
-        }
-        self.first = false;
-        self.out.push_str("{\"name\":\"");
-        self.out.push_str(name);
-        self.out.push_str("\",\"timestamp\":");
-        jsonw::int(self.out, ts);
-        self.out.push_str(",\"value\":");
+    /// Starts an element up to its value.
+    fn open(&mut self, name: &str, ts: i64) -> &mut String {
+        let out = self.0.next();
+        out.push_str("{\"name\":\"");
+        out.push_str(name);
+        out.push_str("\",\"timestamp\":");
+        jsonw::int(out, ts);
+        out.push_str(",\"value\":");
+        out
     }
 
     fn num(&mut self, name: &str, ts: i64, v: f64) {
-        self.open(name, ts);
-        jsonw::num(self.out, v);
-        self.out.push('}');
+        let out = self.open(name, ts);
+        jsonw::num(out, v);
+        out.push('}');
     }
 
     fn text(&mut self, name: &str, ts: i64, v: &str) {
-        self.open(name, ts);
-        jsonw::string(self.out, v);
-        self.out.push('}');
+        let out = self.open(name, ts);
+        jsonw::string(out, v);
+        out.push('}');
     }
 
     fn flag(&mut self, name: &str, ts: i64, v: bool) {
-        self.open(name, ts);
-        self.out.push_str(if v { "true}" } else { "false}" });
+        self.open(name, ts)
+            .push_str(if v { "true}" } else { "false}" });
     }
 }
 
@@ -64,61 +60,41 @@ fn write_signals(e: &mut Emitter<'_>, s: &Sample<'_>, sig: &mut Signals<'_>, has
     if !hashdog {
         sig.flag("isRedacted", gps_t, false);
     }
-    sig.num(
-        "batteryVoltage",
-        t - e.rng.gen_range(0..900),
-        round(s.battery_v, 2),
-    );
+    // Each reading is up to `max_age_ms` older than the send time, drawn in this order.
+    let mut polled = |e: &mut Emitter<'_>, readings: &[(&str, i64, f64)]| {
+        for &(name, max_age_ms, value) in readings {
+            sig.num(name, t - e.rng.gen_range(0..max_age_ms), value);
+        }
+    };
+    polled(e, &[("batteryVoltage", 900, round(s.battery_v, 2))]);
     if !s.ignition && s.kind != SampleKind::IgnitionOff {
         // Asleep: the OBD port is silent, only the device's own sensors report.
         return;
     }
-    sig.num("speed", t - e.rng.gen_range(0..300), s.speed_kmh.round());
-    sig.num(
-        "odometer",
-        t - e.rng.gen_range(0..900),
-        round(s.odometer_km, 1),
-    );
-    sig.num(
-        "fuelLevel",
-        t - e.rng.gen_range(0..900),
-        round(s.energy_pct, 1),
-    );
-    sig.num("rpm", t - e.rng.gen_range(0..300), s.rpm.round());
-    sig.num(
-        "coolantTemp",
-        t - e.rng.gen_range(0..900),
-        s.coolant_c.round(),
+    polled(
+        e,
+        &[
+            ("speed", 300, s.speed_kmh.round()),
+            ("odometer", 900, round(s.odometer_km, 1)),
+            ("fuelLevel", 900, round(s.energy_pct, 1)),
+            ("rpm", 300, s.rpm.round()),
+            ("coolantTemp", 900, s.coolant_c.round()),
+        ],
     );
     if hashdog {
         return;
     }
-    sig.num(
-        "engineLoad",
-        t - e.rng.gen_range(0..900),
-        round(s.engine_load_pct, 2),
-    );
-    sig.num(
-        "throttlePosition",
-        t - e.rng.gen_range(0..900),
-        round(s.throttle_pct, 2),
-    );
-    sig.num(
-        "intakeTemp",
-        t - e.rng.gen_range(0..900),
-        s.intake_c.round(),
-    );
-    sig.num(
-        "ambientAirTemp",
-        t - e.rng.gen_range(0..900),
-        s.ambient_c.round(),
-    );
-    sig.num("maf", t - e.rng.gen_range(0..900), round(s.maf_gs, 2));
-    sig.num("runTime", t - e.rng.gen_range(0..900), s.run_time_s);
-    sig.num(
-        "fuelLevelLiters",
-        t - e.rng.gen_range(0..900),
-        round(s.energy_abs, 1),
+    polled(
+        e,
+        &[
+            ("engineLoad", 900, round(s.engine_load_pct, 2)),
+            ("throttlePosition", 900, round(s.throttle_pct, 2)),
+            ("intakeTemp", 900, s.intake_c.round()),
+            ("ambientAirTemp", 900, s.ambient_c.round()),
+            ("maf", 900, round(s.maf_gs, 2)),
+            ("runTime", 900, s.run_time_s),
+            ("fuelLevelLiters", 900, round(s.energy_abs, 1)),
+        ],
     );
 }
 
@@ -149,10 +125,7 @@ pub(super) fn encode_autopi(e: &mut Emitter<'_>, s: &Sample<'_>, out: &mut Vec<R
     jsonw::int(&mut data, s.time_ms);
     data.push(',');
     vehicle_open(e, &mut data);
-    let mut sig = Signals {
-        out: &mut data,
-        first: true,
-    };
+    let mut sig = Signals(jsonw::Elements::new(&mut data));
     write_signals(e, s, &mut sig, false);
     if s.kind == SampleKind::IgnitionOn {
         let fuel = match e.info.powertrain {
@@ -185,22 +158,20 @@ fn push_vehicle_and_device(
 ) {
     let vehicle_id = e.ksuid(s.time_ms);
     let device_id = e.ksuid(s.time_ms);
-    headers.push(e.header(
-        event_type,
-        vehicle_id,
-        s.time_ms,
-        V2_DATA_VERSION,
-        &e.info.subject,
-        sig,
-    ));
-    headers.push(e.header(
-        STATUS,
-        device_id,
-        s.time_ms,
-        V2_DATA_VERSION,
-        &e.info.producer,
-        sig,
-    ));
+    headers.push(header(e, s, event_type, vehicle_id, &e.info.subject, sig));
+    headers.push(header(e, s, STATUS, device_id, &e.info.producer, sig));
+}
+
+/// A V2 message header: the V2 data version, at the sample's time.
+fn header(
+    e: &Emitter<'_>,
+    s: &Sample<'_>,
+    event_type: &str,
+    id: String,
+    subject: &str,
+    sig: &str,
+) -> CloudEventHeader {
+    e.header(event_type, id, s.time_ms, V2_DATA_VERSION, subject, sig)
 }
 
 /// AutoPi sends the VIN as its own `zone.dimo.aftermarket.device.fingerprint` message when the
@@ -243,10 +214,7 @@ pub(super) fn encode_hashdog(e: &mut Emitter<'_>, s: &Sample<'_>, out: &mut Vec<
     }
     data.push(',');
     vehicle_open(e, &mut data);
-    let mut sig = Signals {
-        out: &mut data,
-        first: true,
-    };
+    let mut sig = Signals(jsonw::Elements::new(&mut data));
     write_signals(e, s, &mut sig, true);
     if s.kind == SampleKind::IgnitionOn {
         sig.num("obdStatusDTCCount", s.time_ms, s.dtcs.len() as f64);
@@ -256,14 +224,7 @@ pub(super) fn encode_hashdog(e: &mut Emitter<'_>, s: &Sample<'_>, out: &mut Vec<
     let mut headers = Vec::with_capacity(3);
     if vin_frame {
         let id = e.ksuid(s.time_ms);
-        headers.push(e.header(
-            FINGERPRINT,
-            id,
-            s.time_ms,
-            V2_DATA_VERSION,
-            &e.info.subject,
-            &sig,
-        ));
+        headers.push(header(e, s, FINGERPRINT, id, &e.info.subject, &sig));
     }
     push_vehicle_and_device(e, s, STATUS, &sig, &mut headers);
     fan_out(out, headers, data);

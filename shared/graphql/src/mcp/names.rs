@@ -1,7 +1,7 @@
 //! What a dialect is called on the MCP surface: its server name, tool prefix, and the argument
 //! that names the vehicle.
 
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, DialectExt};
 
 /// The MCP server name of `dialect`.
 pub fn server_name(dialect: Dialect) -> &'static str {

@@ -5,7 +5,7 @@
 
 use super::condensed::{self, Types};
 use super::names::{tool_prefix, vehicle_argument};
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, DialectExt};
 use async_graphql::parser::types::{
     BaseType, InputValueDefinition, Type, TypeKind, TypeSystemDefinition,
 };

@@ -1,12 +1,12 @@
 //! Each dialect's root `Query`: the signal, event and segment operations dq and telemetry share
-//! (their vehicle argument is the dialect's, [`Dialect::vehicle_arg`]), dq's and fetch's
+//! (their vehicle argument is the dialect's, [`DialectExt::vehicle_arg`]), dq's and fetch's
 //! cloud-event operations, and telemetry's own. Every root field runs SQL under one of the
 //! request's [`StatementSlots`].
 
 use super::types::{nn, opt, privilege_directive};
 use crate::cloud_events;
 use crate::context::{mark_executed, nullable, StatementSlots};
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, DialectExt};
 use crate::segments::{self, SEGMENT_PRIVILEGES};
 use crate::signals::{self, EVENT_PRIVILEGES};
 use crate::telemetry;
@@ -194,19 +194,24 @@ fn cloud_event_args(field: Field, dialect: Dialect, limit: bool) -> Field {
     field
 }
 
-/// The dq dialect's root `Query`.
-pub(super) fn dq_query() -> Object {
-    let dialect = Dialect::Dq;
-    vehicle_fields(Object::new("Query"), dialect)
-        .field(cloud_event_args(
-            Field::new(
-                "latestCloudEvent",
-                nn("CloudEvent"),
-                non_null_root!(cloud_events::latest_cloud_event),
-            ),
-            dialect,
-            false,
-        ))
+/// The cloud-event operations dq and fetch share: `latestCloudEvent` (nullable where
+/// [`DialectExt::latest_may_be_null`]), `cloudEvents` and `availableCloudEventTypes`.
+fn cloud_event_fields(query: Object, dialect: Dialect) -> Object {
+    let latest = if dialect.latest_may_be_null() {
+        Field::new(
+            "latestCloudEvent",
+            opt("CloudEvent"),
+            nullable_root!(cloud_events::latest_cloud_event),
+        )
+    } else {
+        Field::new(
+            "latestCloudEvent",
+            nn("CloudEvent"),
+            non_null_root!(cloud_events::latest_cloud_event),
+        )
+    };
+    query
+        .field(cloud_event_args(latest, dialect, false))
         .field(cloud_event_args(
             Field::new(
                 "cloudEvents",
@@ -225,6 +230,14 @@ pub(super) fn dq_query() -> Object {
             dialect,
             false,
         ))
+}
+
+/// The dq dialect's root `Query`.
+pub(super) fn dq_query() -> Object {
+    cloud_event_fields(
+        vehicle_fields(Object::new("Query"), Dialect::Dq),
+        Dialect::Dq,
+    )
 }
 
 /// telemetry-api's root `Query`: the shared operations, `attestations` and `vinVCLatest`.
@@ -255,10 +268,10 @@ pub(super) fn telemetry_query() -> Object {
         )
 }
 
-/// fetch-api's root `Query`: the cloud-event operations and the index lookups.
+/// fetch-api's root `Query`: the index lookups and the cloud-event operations.
 pub(super) fn fetch_query() -> Object {
     let dialect = Dialect::Fetch;
-    Object::new("Query")
+    let indexes = Object::new("Query")
         .field(cloud_event_args(
             Field::new(
                 "latestIndex",
@@ -276,34 +289,8 @@ pub(super) fn fetch_query() -> Object {
             ),
             dialect,
             true,
-        ))
-        .field(cloud_event_args(
-            Field::new(
-                "latestCloudEvent",
-                opt("CloudEvent"),
-                nullable_root!(cloud_events::latest_cloud_event),
-            ),
-            dialect,
-            false,
-        ))
-        .field(cloud_event_args(
-            Field::new(
-                "cloudEvents",
-                TypeRef::named_nn_list_nn("CloudEvent"),
-                non_null_root!(cloud_events::cloud_events),
-            ),
-            dialect,
-            true,
-        ))
-        .field(cloud_event_args(
-            Field::new(
-                "availableCloudEventTypes",
-                TypeRef::named_nn_list_nn("CloudEventTypeSummary"),
-                non_null_root!(cloud_events::available_types),
-            ),
-            dialect,
-            false,
-        ))
+        ));
+    cloud_event_fields(indexes, dialect)
 }
 
 #[cfg(test)]

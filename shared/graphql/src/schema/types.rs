@@ -5,7 +5,7 @@
 //! privilege directives cannot drift from the decoders' catalog.
 
 use crate::context::nullable;
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, DialectExt};
 use crate::scalars;
 use crate::signals::{aggregated_field, latest_field, AggRow, LatestData};
 use async_graphql::dynamic::{
@@ -24,17 +24,10 @@ pub(super) fn privilege_directive(name: &str, privileges: &[dq_auth::Privilege])
         Value::List(
             privileges
                 .iter()
-                .map(|p| Value::Enum(Name::new(p.graphql_name())))
+                .map(|p| Value::Enum(Name::new(p.as_str())))
                 .collect(),
         ),
     )
-}
-
-fn signal_privileges(def: &SignalDef) -> Vec<dq_auth::Privilege> {
-    def.privileges
-        .iter()
-        .map(|p| dq_auth::Privilege::from(*p))
-        .collect()
 }
 
 fn signal_description(def: &SignalDef) -> String {
@@ -48,10 +41,7 @@ fn signal_description(def: &SignalDef) -> String {
     if let Some(m) = def.max {
         lines.push(format!("Max: {m}"));
     }
-    let privs: Vec<&str> = signal_privileges(def)
-        .iter()
-        .map(|p| p.graphql_name())
-        .collect();
+    let privs: Vec<&str> = def.privileges.iter().map(|p| p.as_str()).collect();
     lines.push(format!("Required Privileges: [{}]", privs.join(" ")));
     lines.join("\n")
 }
@@ -89,10 +79,7 @@ fn enum_type(name: &str, items: &[&str]) -> Enum {
 /// Registers the types dq and telemetry share: scalars, the signal, event
 /// and segment types, `Privilege`. `DetectionMechanism` is per dialect ([`detection_mechanism`]).
 pub fn register_signal_types(builder: SchemaBuilder) -> SchemaBuilder {
-    let privileges: Vec<&str> = dq_auth::Privilege::ALL
-        .iter()
-        .map(|p| p.graphql_name())
-        .collect();
+    let privileges: Vec<&str> = dq_auth::Privilege::ALL.iter().map(|p| p.as_str()).collect();
     let float_filter = InputObject::new("SignalFloatFilter")
         .field(InputValue::new("eq", opt(TypeRef::FLOAT)))
         .field(InputValue::new("neq", opt(TypeRef::FLOAT)))
@@ -341,7 +328,7 @@ pub(super) fn time_scalar() -> Scalar {
 }
 
 /// `DetectionMechanism` in the dialect's spelling; both map onto one internal `Mechanism`
-/// ([`Dialect::mechanism`]).
+/// ([`DialectExt::mechanism`]).
 pub(super) fn detection_mechanism(dialect: Dialect) -> Enum {
     let names: Vec<&str> = Mechanism::ALL
         .iter()
@@ -462,7 +449,7 @@ fn signal_aggregations() -> Object {
             field
                 .directive(privilege_directive(
                     "requiresAllOfPrivileges",
-                    &signal_privileges(def),
+                    def.privileges,
                 ))
                 .directive(Directive::new("isSignal"))
                 .directive(Directive::new("hasAggregation")),
@@ -508,7 +495,7 @@ fn signal_collection() -> Object {
             .description(signal_description(def))
             .directive(privilege_directive(
                 "requiresAllOfPrivileges",
-                &signal_privileges(def),
+                def.privileges,
             ))
             .directive(Directive::new("isSignal")),
         );

@@ -98,6 +98,13 @@ fn query_signals(subject: &str, fields: &str, extra: &str) -> String {
     )
 }
 
+/// The `signals` buckets of `fields`, from SOURCE's readings only.
+async fn signals_from_source(fx: &Fixture, subject: &str, fields: &str) -> Value {
+    let source = format!(r#", filter: {{source: "{SOURCE_DID}"}}"#);
+    fx.data(subject, &query_signals(subject, fields, &source))
+        .await
+}
+
 fn avg(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
@@ -131,16 +138,7 @@ async fn aggregations_filters_and_geofences() {
         lfirst: currentLocationCoordinates(agg: FIRST) { latitude longitude hdop } \
         llast: currentLocationCoordinates(agg: LAST) { latitude longitude hdop } \
         lrand: currentLocationCoordinates(agg: RAND) { latitude longitude hdop }";
-    let data = fx
-        .data(
-            &subject,
-            &query_signals(
-                &subject,
-                fields,
-                &format!(r#", filter: {{source: "{SOURCE_DID}"}}"#),
-            ),
-        )
-        .await;
+    let data = signals_from_source(&fx, &subject, fields).await;
     let rows = data["signals"].as_array().unwrap();
     assert_eq!(rows.len(), 6, "{data}");
     for (b, row) in rows.iter().enumerate() {
@@ -228,16 +226,7 @@ async fn aggregations_filters_and_geofences() {
         inf: speed(agg: MAX, filter: {in: [0.5, 1.5, 2.5]}) \
         notin: speed(agg: MIN, filter: {notIn: [0.5, 1.5], lte: 10}) \
         eqf: speed(agg: LAST, filter: {eq: 12.5})";
-    let data = fx
-        .data(
-            &subject,
-            &query_signals(
-                &subject,
-                fields,
-                &format!(r#", filter: {{source: "{SOURCE_DID}"}}"#),
-            ),
-        )
-        .await;
+    let data = signals_from_source(&fx, &subject, fields).await;
     for row in data["signals"].as_array().unwrap() {
         let b = (chrono::DateTime::parse_from_rfc3339(row["timestamp"].as_str().unwrap())
             .unwrap()

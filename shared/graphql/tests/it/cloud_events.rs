@@ -186,11 +186,7 @@ async fn externalized_payloads_are_presigned() {
         bucket: bucket.clone(),
         prefix: dq_blob::DEFAULT_PREFIX.into(),
         encryption_key: None,
-        region: Some(moto.region().into()),
-        access_key_id: Some(moto.access_key().into()),
-        secret_access_key: Some(moto.secret_key().into()),
-        endpoint: Some(moto.endpoint()),
-        kms_key_id: None,
+        s3: moto.s3_config(),
     };
     let store = Arc::new(dq_blob::BlobStore::open(&cfg).await.unwrap());
     let subject = vehicle(51);

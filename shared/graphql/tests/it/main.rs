@@ -18,6 +18,9 @@
 //! - `privileges.rs`: privileges checked before any SQL (signals, segments, dataSummary; issue 18).
 //! - `mcp.rs`: `/mcp` through rmcp's client: tools, answers equal to /query's, auth (issue 23).
 //! - `observe.rs`: `/query` EMF lines, request span fields, X-Ray subsegments (issue 22).
+// Integration-test helpers fail their test by panicking, like the #[test] bodies clippy.toml exempts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::panic, clippy::indexing_slicing)]
 
 mod aggregations;
 mod authn;
@@ -147,11 +150,7 @@ pub async fn seed(t: &TestLake, events: &[RawEvent]) {
             .await
             .unwrap();
     }
-    for _ in 0..50 {
-        if m.drain(None, None).await.unwrap().caught_up {
-            break;
-        }
-    }
+    dq_materialize::testing::drain_until_caught_up(&m).await;
 }
 
 /// Serves `lake` (opened from `t`) in every dialect: one engine, one state per dialect.
@@ -180,12 +179,11 @@ pub fn serve(
             limits,
         )
         .unwrap()
-        .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
-            db: Arc::clone(&db),
-            payloads: dq_rawquery::Payloads::new(store.clone()),
-            store: store.clone(),
-            links: links.clone(),
-        });
+        .with_cloud_events(dq_graphql::cloud_events::CloudEvents::new(
+            Arc::clone(&db),
+            store.clone(),
+            links.clone(),
+        ));
         Arc::new(state)
     };
     Fixture {
@@ -231,20 +229,7 @@ impl Fixture {
             .oneshot(req)
             .await
             .unwrap();
-        let status = resp.status().as_u16();
-        let headers = resp
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
-            .collect();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        (status, headers, body)
+        read_response(resp).await
     }
 
     /// POSTs a dq GraphQL query with an optional bearer token; returns status and JSON body.
@@ -275,6 +260,26 @@ impl Fixture {
         assert!(body.get("errors").is_none(), "{body}");
         body["data"].clone()
     }
+}
+
+/// A router's answer: status, headers and the whole body.
+pub async fn read_response(
+    resp: axum::response::Response,
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let status = resp.status().as_u16();
+    let headers = resp
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    (status, headers, body)
 }
 
 /// Floats compare with a relative tolerance (SQL sums in another order than the test).

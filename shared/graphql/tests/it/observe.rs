@@ -2,7 +2,7 @@
 //! dialect and code (answered, refused by a grant, refused with 401), none with `QUERY_EMF` off,
 //! the request span's fields in the JSON logs, and the X-Ray subsegment on a UDP socket.
 
-use crate::{seed, vehicle, ISSUER};
+use crate::{read_response, seed, vehicle, ISSUER};
 use axum::body::Body;
 use dq_auth::dev::{DevClaims, DevSigner};
 use dq_auth::Permission;
@@ -11,7 +11,6 @@ use dq_graphql::{AppState, Dialect, Limits};
 use dq_lake::testing::{Backend, TestLake};
 use dq_metrics::xray::Daemon;
 use dq_metrics::{Captured, Sink};
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -28,22 +27,14 @@ struct Served {
 async fn served(dialect: Dialect, observe: Observe) -> Served {
     let t = TestLake::new(Backend::File);
     seed(&t, &[]).await;
-    let (engine, db) = dq_graphql::http::share_lake(t.open().unwrap());
     let signer = DevSigner::generate(ISSUER).unwrap();
-    let state = AppState::new(
+    let state = dq_graphql::testing::state(
         dialect,
-        dq_graphql::DialectSettings::default(),
-        Arc::new(engine),
-        Some(signer.validator().unwrap()),
+        t.open().unwrap(),
+        signer.validator().unwrap(),
         Limits::default(),
     )
     .unwrap()
-    .with_cloud_events(dq_graphql::cloud_events::CloudEvents {
-        db,
-        payloads: dq_rawquery::Payloads::new(None),
-        store: None,
-        links: None,
-    })
     .with_observe(observe);
     Served {
         _lake: t,
@@ -87,8 +78,7 @@ impl Served {
             .oneshot(req.body(body).unwrap())
             .await
             .unwrap();
-        let status = resp.status().as_u16();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let (status, _, bytes) = read_response(resp).await;
         (
             status,
             serde_json::from_slice(&bytes).unwrap_or(Value::Null),

@@ -304,9 +304,8 @@ async fn segment_signal_requests_take_their_signals_privileges() {
     // added without the check refusing it (the refusal itself is unit-tested beside it).
     for def in dq_signals::SIGNALS.iter() {
         for p in def.privileges {
-            let p = dq_auth::Privilege::from(*p);
             assert!(
-                dq_graphql::segments::SEGMENT_PRIVILEGES.contains(&p),
+                dq_graphql::segments::SEGMENT_PRIVILEGES.contains(p),
                 "{} needs {p:?}, which the segment gate does not imply",
                 def.name
             );

@@ -1,6 +1,8 @@
 //! Acceptance 3: the served SDL equals the committed schema file, and every catalog signal
 //! carries its privilege directive on both object types.
 
+use dq_graphql::DialectExt;
+
 #[test]
 fn served_sdl_equals_committed_file() {
     for dialect in dq_graphql::Dialect::ALL {

@@ -3,11 +3,10 @@
 //! saturated reference drops comparisons (never counted as matches), a different answer counts
 //! as mismatched, an unreachable one as failed.
 
-use crate::{at, fixture, item, status, vehicle, ALL, SOURCE};
+use crate::{at, fixture, item, read_response, status, vehicle, ALL, SOURCE};
 use axum::body::Body;
 use dq_graphql::shadow::{Shadow, ShadowConfig, ShadowTotals};
 use dq_graphql::Dialect;
-use http_body_util::BodyExt;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,14 +54,7 @@ async fn call(router: axum::Router, token: &str, query: &str) -> (u16, Vec<u8>) 
         .await
         .expect("the live answer never waits for the reference")
         .unwrap();
-    let status = resp.status().as_u16();
-    let body = resp
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
+    let (status, _, body) = read_response(resp).await;
     (status, body)
 }
 

@@ -2,10 +2,12 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
+use aws_sdk_dynamodb::types::TimeToLiveStatus;
 use dq_lease::{Lease, LeaseConfig, LeaseError, LostReason, DEFAULT_CHECK_MARGIN};
 
-use crate::support::{clock, dynamo_lease, lost_reason, moto_config, raw_client, TTL};
+use crate::support::{
+    clock, delete_item, dynamo_lease, held_lease, lost_reason, moto_config, raw_client, TTL,
+};
 
 /// The whole life of a contested lease: refusal, expiry, takeover with a higher fence, fencing of
 /// the old holder, release and re-acquisition.
@@ -125,9 +127,7 @@ async fn concurrent_acquires_leave_exactly_one_holder() {
 #[tokio::test]
 async fn check_refuses_inside_the_margin_and_renew_restores_it() {
     let clock = clock();
-    let (lease, _) = dynamo_lease(&clock).await;
-    let lease = lease.for_invocation("req");
-    let guard = lease.acquire(TTL).await.unwrap();
+    let (lease, guard, _) = held_lease(&clock).await;
 
     clock.advance(TTL - DEFAULT_CHECK_MARGIN);
     match lease.check(&guard).await {
@@ -144,9 +144,7 @@ async fn check_refuses_inside_the_margin_and_renew_restores_it() {
 #[tokio::test]
 async fn an_expired_lease_nobody_took_can_be_renewed() {
     let clock = clock();
-    let (lease, _) = dynamo_lease(&clock).await;
-    let lease = lease.for_invocation("req");
-    let guard = lease.acquire(TTL).await.unwrap();
+    let (lease, guard, _) = held_lease(&clock).await;
     clock.advance(TTL * 2);
     let renewed = lease.renew(&guard, TTL).await.unwrap();
     assert_eq!(renewed.fence(), guard.fence());
@@ -169,16 +167,7 @@ async fn the_fence_stays_monotonic_when_ttl_deletes_the_item() {
     }
     // The item outlives its expiry, then TTL deletes it.
     clock.advance(TTL);
-    raw_client()
-        .delete_item()
-        .table_name(&table)
-        .key(
-            dq_lease::TABLE_KEY,
-            AttributeValue::S("dq-materializer".into()),
-        )
-        .send()
-        .await
-        .unwrap();
+    delete_item(&table).await;
     let guard = second.acquire(TTL).await.unwrap();
     assert!(guard.fence() > fence, "{} > {fence}", guard.fence());
 }
@@ -186,19 +175,8 @@ async fn the_fence_stays_monotonic_when_ttl_deletes_the_item() {
 #[tokio::test]
 async fn a_deleted_item_is_reported_missing() {
     let clock = clock();
-    let (lease, table) = dynamo_lease(&clock).await;
-    let lease = lease.for_invocation("req");
-    let guard = lease.acquire(TTL).await.unwrap();
-    raw_client()
-        .delete_item()
-        .table_name(&table)
-        .key(
-            dq_lease::TABLE_KEY,
-            AttributeValue::S("dq-materializer".into()),
-        )
-        .send()
-        .await
-        .unwrap();
+    let (lease, guard, table) = held_lease(&clock).await;
+    delete_item(&table).await;
     assert_eq!(lost_reason(lease.check(&guard).await), LostReason::Missing);
     assert_eq!(
         lost_reason(lease.renew(&guard, TTL).await),

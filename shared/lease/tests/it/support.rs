@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dq_lease::{Lease, LeaseConfig, LeaseError, ManualClock};
+use aws_sdk_dynamodb::types::AttributeValue;
+use dq_lease::{Lease, LeaseConfig, LeaseError, LeaseGuard, ManualClock};
 
 /// The TTL most tests acquire with.
 pub const TTL: Duration = Duration::from_secs(60);
@@ -37,6 +38,29 @@ pub async fn dynamo_lease(clock: &Arc<ManualClock>) -> (Lease, String) {
         .expect("create the lease table");
     let table = cfg.table.unwrap_or_default();
     (lease.with_clock(clock.clone()), table)
+}
+
+/// Invocation `req` holding the lease of a fresh moto table, on `clock`; its guard and the
+/// table's name.
+pub async fn held_lease(clock: &Arc<ManualClock>) -> (Lease, LeaseGuard, String) {
+    let (lease, table) = dynamo_lease(clock).await;
+    let lease = lease.for_invocation("req");
+    let guard = lease.acquire(TTL).await.expect("acquire the free lease");
+    (lease, guard, table)
+}
+
+/// Deletes the lease's item from `table` behind its back, as TTL does to an abandoned one.
+pub async fn delete_item(table: &str) {
+    raw_client()
+        .delete_item()
+        .table_name(table)
+        .key(
+            dq_lease::TABLE_KEY,
+            AttributeValue::S("dq-materializer".into()),
+        )
+        .send()
+        .await
+        .expect("delete the lease item");
 }
 
 /// A plain SDK client for moto, to look at or tamper with the table behind the lease's back.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dq_lease::{Lease, LeaseError, ManualClock};
+use dq_lease::{Lease, LeaseError, LeaseGuard, ManualClock};
 
 use crate::support::{clock, dynamo_lease, TTL};
 
@@ -16,15 +16,22 @@ async fn lease_on(backend: &str, dir: &tempfile::TempDir, clock: &Arc<ManualCloc
     }
 }
 
+/// Invocation `drain` holding the lease of `backend` (on a clock of its own) and invocation
+/// `maintenance` that wants it: the lease file's directory (kept while the test runs), the
+/// holder, the waiter and the holder's guard.
+async fn contest(backend: &str) -> (tempfile::TempDir, Lease, Lease, LeaseGuard) {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = lease_on(backend, &dir, &clock()).await;
+    let holder = lease.for_invocation("drain");
+    let waiter = lease.for_invocation("maintenance");
+    let held = holder.acquire(TTL).await.unwrap();
+    (dir, holder, waiter, held)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_asks_the_holder_to_yield_and_gets_the_lease() {
     for backend in ["dynamodb", "file"] {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = clock();
-        let lease = lease_on(backend, &dir, &clock).await;
-        let holder = lease.for_invocation("drain");
-        let waiter = lease.for_invocation("maintenance");
-        let held = holder.acquire(TTL).await.unwrap();
+        let (_dir, holder, waiter, held) = contest(backend).await;
         assert_eq!(held.yield_requested_by(), None, "{backend}");
 
         let waiting = {
@@ -68,12 +75,7 @@ async fn a_waiter_asks_the_holder_to_yield_and_gets_the_lease() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_the_holder_does_not_answer_expires_clearly() {
     for backend in ["dynamodb", "file"] {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = clock();
-        let lease = lease_on(backend, &dir, &clock).await;
-        let holder = lease.for_invocation("drain");
-        let waiter = lease.for_invocation("maintenance");
-        let held = holder.acquire(TTL).await.unwrap();
+        let (_dir, holder, waiter, held) = contest(backend).await;
 
         // No wait: today's immediate refusal.
         match waiter.acquire_waiting(TTL, Duration::ZERO).await {

@@ -122,6 +122,24 @@ fn end_to_end(backend: Backend) {
         before
     );
     assert!(m.audit().unwrap().clean);
+
+    // A raw row that breaks din's invariant (voids_id on a type other than dimo.tombstone),
+    // which both voiding rules rely on, is reported.
+    let stray = "type = 'dimo.status' AND id = 'b64-small'";
+    let n = count(
+        m.lake(),
+        &format!("SELECT count(*) FROM lake.raw_events WHERE {stray}"),
+    );
+    assert!(n > 0);
+    m.lake()
+        .conn()
+        .execute_batch(&format!(
+            "UPDATE lake.raw_events SET voids_id = 'x' WHERE {stray}"
+        ))
+        .unwrap();
+    let audit = m.audit().unwrap();
+    assert_eq!(audit.stray_voids_rows, n, "{audit:?}");
+    assert!(!audit.clean);
 }
 
 fn schema_setup_is_idempotent(backend: Backend) {

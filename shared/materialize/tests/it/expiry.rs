@@ -1,8 +1,8 @@
 //! Acceptance 5: with a tiny retention din expires the feed; the cursor skips only the
 //! unretained prefix (counted), and `backfill` recovers those rows idempotently.
 
-use chrono::{Duration, TimeZone, Utc};
-use dq_dinsim::maintain::{expire, Retention};
+use chrono::{TimeZone, Utc};
+use dq_dinsim::maintain::expire;
 use dq_dinsim::Writer;
 use dq_lake::backend_tests;
 use dq_lake::testing::{Backend, TestLake};
@@ -29,11 +29,7 @@ fn expired_feed_skips_prefix_and_backfill_recovers(backend: Backend) {
             .collect();
         rt.block_on(writer.write_bundle(&events)).unwrap();
     }
-    let tiny = Retention {
-        keep: Duration::nanoseconds(1),
-        staleness: Duration::hours(1),
-    };
-    let report = expire(m.lake(), tiny).unwrap();
+    let report = expire(m.lake(), dq_dinsim::testing::tiny_retention()).unwrap();
     assert!(report.expired > 0);
     let oldest = dq_lake::progress::snapshots(m.lake()).unwrap()[0].id;
     let run = drain(&rt, &m);

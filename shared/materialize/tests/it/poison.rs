@@ -21,13 +21,6 @@ backend_tests!(
 const KEY_A: &str = "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=";
 const KEY_B: &str = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI=";
 
-fn blob_row(id: &str, key: &str) -> RawRow {
-    let mut row = RawRow::from_event(&status(1, id, at(1), &[("speed", 1.0)]));
-    row.data = None;
-    row.data_index_key = Some(key.into());
-    row
-}
-
 fn poison_is_counted_and_skipped(backend: Backend) {
     let t = TestLake::new(backend);
     let rt = runtime();
@@ -40,16 +33,7 @@ fn poison_is_counted_and_skipped(backend: Backend) {
     let writer = Writer::new(m.lake(), Some(&store));
 
     let good_key = "cloudevent/blobs/s/good";
-    rt.block_on(
-        store.put(
-            good_key,
-            status(1, "x", at(2), &[("speed", 7.0)])
-                .data
-                .unwrap()
-                .as_bytes(),
-        ),
-    )
-    .unwrap();
+    put_payload(&rt, &store, good_key, at(2));
     let wrong_key = "cloudevent/blobs/s/wrong";
     rt.block_on(other_key.put(wrong_key, b"{}")).unwrap();
     let oversize = "cloudevent/blobs/s/oversize";
@@ -103,10 +87,13 @@ fn transient_blob_failure_aborts_and_loses_nothing(backend: Backend) {
     let unreachable = BlobConfig {
         bucket: "blobs".into(),
         prefix: dq_blob::DEFAULT_PREFIX.into(),
-        region: Some("us-east-1".into()),
-        access_key_id: Some("x".into()),
-        secret_access_key: Some("y".into()),
-        endpoint: Some(format!("http://127.0.0.1:{port}")),
+        s3: dq_blob::S3Config {
+            region: Some("us-east-1".into()),
+            access_key_id: Some("x".into()),
+            secret_access_key: Some("y".into()),
+            endpoint: Some(format!("http://127.0.0.1:{port}")),
+            kms_key_id: None,
+        },
         ..BlobConfig::default()
     };
     let broken = Arc::new(rt.block_on(BlobStore::open(&unreachable)).unwrap());
@@ -164,16 +151,7 @@ fn s3_access_denied_is_poison_after_attempts_and_5xx_stays_transient(backend: Ba
     let proxy = moto_proxy();
     let store = moto_store(&rt, &proxy);
     let key = "blobs/s/denied";
-    rt.block_on(
-        store.put(
-            key,
-            status(1, "x", at(1), &[("speed", 7.0)])
-                .data
-                .unwrap()
-                .as_bytes(),
-        ),
-    )
-    .unwrap();
+    put_payload(&rt, &store, key, at(1));
     let cfg = dq_materialize::Config {
         blob_access_attempts: 3,
         emf: false,

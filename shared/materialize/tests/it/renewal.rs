@@ -18,15 +18,11 @@ fn window_slower_than_lease_margin_commits() {
     let proxy = moto_proxy();
     let store = moto_store(&rt, &proxy);
     let key = "blobs/s/slow";
-    let payload = status(1, "x", at(1), &[("speed", 7.0)]).data.unwrap();
-    rt.block_on(store.put(key, payload.as_bytes())).unwrap();
+    put_payload(&rt, &store, key, at(1));
     let m = materializer(din_lake(&t), Some(store));
-    let mut slow = RawRow::from_event(&status(1, "slow", at(1), &[("speed", 1.0)]));
-    slow.data = None;
-    slow.data_index_key = Some(key.into());
     let rows = vec![
         RawRow::from_event(&status(1, "inline", at(0), &[("speed", 2.0)])),
-        slow,
+        blob_row("slow", key),
     ];
     Writer::new(m.lake(), None).commit(&rows).unwrap();
     // TTL 3 s, margin 2 s: a window taking 2 s leaves at most 1 s at the pre-commit check.

@@ -15,14 +15,12 @@ use dq_query::segments::{
     DailyActivityRequest, Mechanism, Segment, SegmentConfig, SegmentsRequest, SignalSource,
 };
 use dq_query::{Engine, Error};
+use dq_segments::testing::{
+    charging, m, FUEL_BASIC_RISE, FUEL_RISE_OF_25_PERCENT, FUEL_TROUGH_BEFORE_RANGE,
+};
 
 const SUBJECT: &str = "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:42";
 const LOC: &str = "currentLocationCoordinates";
-
-/// 2025-01-01T10:00:00Z plus `i` minutes.
-fn m(i: i64) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2025, 1, 1, 10, 0, 0).unwrap() + TimeDelta::minutes(i)
-}
 
 /// Rows to load: numeric signals, location fixes, events.
 #[derive(Default)]
@@ -320,20 +318,7 @@ fn idling_runs_gap_split_and_started_before_range() {
 
 fn refuel_rows() -> Rows {
     let mut rows = Rows::default();
-    rows.series(
-        FUEL_LEVEL_SIGNAL,
-        &[
-            (0, 50.0),
-            (1, 40.0),
-            (2, 25.0),
-            (3, 20.0),
-            (4, 60.0),
-            (5, 75.0),
-            (6, 80.0),
-            (7, 80.0),
-            (60, 80.0),
-        ],
-    );
+    rows.series(FUEL_LEVEL_SIGNAL, &FUEL_BASIC_RISE);
     rows
 }
 
@@ -365,29 +350,14 @@ fn refuel_golden_and_two_minute_summary_tail() {
 
 #[test]
 fn refuel_trough_before_range_and_sdl_default_threshold() {
-    // Trough at min 8 (before from = 10), rise 10–14, peak at 14.
-    let l = lab(Rows::default().series(
-        FUEL_LEVEL_SIGNAL,
-        &[
-            (0, 30.0),
-            (8, 20.0),
-            (11, 40.0),
-            (12, 60.0),
-            (14, 80.0),
-            (16, 80.0),
-            (60, 79.5),
-        ],
-    ));
+    let l = lab(Rows::default().series(FUEL_LEVEL_SIGNAL, &FUEL_TROUGH_BEFORE_RANGE));
     let s = l.run(Mechanism::Refuel, 10, 60, 600);
     assert_eq!(s.len(), 1);
     assert_eq!((s[0].start, s[0].end), (m(10), Some(m(16))));
     assert!(s[0].started_before_range);
 
     // 80 → 100 (+25 %, 20 points): below the detector default 30 %, above the SDL 15 %.
-    let l = lab(Rows::default().series(
-        FUEL_LEVEL_SIGNAL,
-        &[(0, 80.0), (3, 80.0), (6, 100.0), (60, 100.0)],
-    ));
+    let l = lab(Rows::default().series(FUEL_LEVEL_SIGNAL, &FUEL_RISE_OF_25_PERCENT));
     assert!(l.run(Mechanism::Refuel, 0, 60, 600).is_empty());
     let req = SegmentsRequest {
         config: Some(dq_query::segments::SegmentConfigInput::default().materialize()),
@@ -397,25 +367,24 @@ fn refuel_trough_before_range_and_sdl_default_threshold() {
     assert_eq!((s[0].start, s[0].end), (m(0), Some(m(6))));
 }
 
+/// A lab holding [`charging`] at `odometer_km_per_minute`.
+fn charging_lab(odometer_km_per_minute: f64) -> Lab {
+    let mut rows = Rows::default();
+    for (signal, points) in charging(odometer_km_per_minute) {
+        rows.series(signal, &points);
+    }
+    lab(&rows)
+}
+
 #[test]
 fn recharge_rejects_a_moving_vehicle() {
-    let mut rows = Rows::default();
-    for i in 0..=20 {
-        rows.num(SOC_SIGNAL, m(i), 20.0 + 3.0 * i as f64);
-        rows.num(ODOMETER_SIGNAL, m(i), 1000.0 + i as f64);
-    }
-    let l = lab(&rows);
+    let l = charging_lab(1.0);
     assert!(l.run(Mechanism::Recharge, 0, 60, 600).is_empty());
 }
 
 #[test]
 fn recharge_golden_600s() {
-    let mut rows = Rows::default();
-    for i in 0..=20 {
-        rows.num(SOC_SIGNAL, m(i), 20.0 + 3.0 * i as f64);
-        rows.num(ODOMETER_SIGNAL, m(i), 1000.0);
-    }
-    let l = lab(&rows);
+    let l = charging_lab(0.0);
     let s = l.run(Mechanism::Recharge, 0, 60, 600);
     assert_eq!(s.len(), 1);
     assert_eq!((s[0].start, s[0].end), (m(5), Some(m(15))));
@@ -567,12 +536,8 @@ fn validation_errors_are_raw_bad_requests() {
     let reads = l.engine.reads();
     let bad_tz = DailyActivityQuery {
         request: DailyActivityRequest {
-            subject: SUBJECT.into(),
-            from: m(0),
-            to: m(10),
-            mechanism: Mechanism::IgnitionDetection,
-            config: None,
             timezone: Some("Mars/Olympus".into()),
+            ..DailyActivityRequest::new(SUBJECT, m(0), m(10), Mechanism::IgnitionDetection)
         },
         signal_requests: vec![],
         event_names: vec![],
@@ -685,12 +650,13 @@ fn gap_fill_and_summaries_cost_constant_statements() {
     let day_cost = |l: &Lab, days: i64| {
         let q = DailyActivityQuery {
             request: DailyActivityRequest {
-                subject: SUBJECT.into(),
-                from: m(0),
-                to: m(0) + TimeDelta::days(days - 1),
-                mechanism: Mechanism::IgnitionDetection,
-                config: None,
                 timezone: Some("America/New_York".into()),
+                ..DailyActivityRequest::new(
+                    SUBJECT,
+                    m(0),
+                    m(0) + TimeDelta::days(days - 1),
+                    Mechanism::IgnitionDetection,
+                )
             },
             signal_requests: vec![],
             event_names: vec![],
@@ -731,12 +697,8 @@ fn daily_activity_across_dst_changes_in_berlin() {
     let run = |from, to| {
         let q = DailyActivityQuery {
             request: DailyActivityRequest {
-                subject: SUBJECT.into(),
-                from,
-                to,
-                mechanism: Mechanism::IgnitionDetection,
-                config: None,
                 timezone: Some("Europe/Berlin".into()),
+                ..DailyActivityRequest::new(SUBJECT, from, to, Mechanism::IgnitionDetection)
             },
             signal_requests: vec![],
             event_names: vec!["behavior.harshBraking".into()],

@@ -217,14 +217,7 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
     // expired and its files removed.
     drop(f);
     let lake = t.open().unwrap();
-    dq_dinsim::maintain::cycle(
-        &lake,
-        dq_dinsim::maintain::Retention {
-            keep: Duration::nanoseconds(1),
-            staleness: Duration::hours(1),
-        },
-    )
-    .unwrap();
+    dq_dinsim::maintain::cycle(&lake, dq_dinsim::testing::tiny_retention()).unwrap();
     drop(lake);
     let f = fixture(&t);
     compare(&f, "after maintenance");

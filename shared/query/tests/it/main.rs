@@ -1,6 +1,9 @@
 //! dq-query integration tests on a seeded fleet (sim → raw_events → materializer): the engine's
 //! answers equal values computed here in Rust from the stored rows (dedup done in Rust), and
 //! the rollup path equals the base-scan recompute.
+// Integration-test helpers fail their test by panicking, like the #[test] bodies clippy.toml exempts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::panic, clippy::indexing_slicing)]
 
 mod activity;
 mod direct;
@@ -39,12 +42,7 @@ pub(crate) async fn seed(t: &TestLake, days: u32, duplicate_every: u32) {
         ..dq_dinsim::SeedOptions::default()
     };
     dq_dinsim::seed(&writer, &opts, |_| {}).await.unwrap();
-    for _ in 0..100 {
-        if m.drain(None, None).await.unwrap().caught_up {
-            return;
-        }
-    }
-    panic!("the materializer did not catch up");
+    dq_materialize::testing::drain_until_caught_up(&m).await;
 }
 
 /// A 3-vehicle, 1-day fleet with redelivered bundles, materialized; returns the engine and the

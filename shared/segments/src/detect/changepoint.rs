@@ -1,14 +1,11 @@
 //! CHANGE_POINT_DETECTION: CUSUM over the busy windows.
 
-use crate::config::BaseConfig;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{ActiveWindow, Segment};
-use crate::ranges::{minus_secs, windows_to_segments};
-use crate::source::{SignalSource, WindowSpec};
+use crate::source::SignalSource;
 
+use super::frequency::merged_windows;
 use super::Detection;
-
-use super::frequency::{MIN_DISTINCT_SIGNALS, WINDOW_SECONDS};
 
 /// Fixed row threshold of the windows fed to CUSUM (the config threshold is ignored).
 pub const SIGNAL_COUNT_THRESHOLD: u64 = 10;
@@ -22,34 +19,12 @@ pub const CUSUM_THRESHOLD: f64 = 5.0;
 /// Detects change-point segments: the frequency windows with fixed thresholds 10 / 2, CUSUM
 /// `S = max(0, S + count − 1.0 − 0.5)`, windows with `S > 5` merged like FREQUENCY_ANALYSIS.
 pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
-    let Detection {
-        source,
-        subject,
-        from,
-        to,
-        config,
-        now,
-        ..
-    } = *d;
-    let base = BaseConfig::resolve(config);
-    let spec = WindowSpec {
-        window_seconds: WINDOW_SECONDS,
-        min_signal_count: SIGNAL_COUNT_THRESHOLD,
-        min_distinct_signals: MIN_DISTINCT_SIGNALS,
-    };
-    let mut windows = source
-        .windowed_signal_counts(subject, minus_secs(from, base.max_gap_seconds), to, spec)
-        .map_err(Error::source("window signal counts"))?;
-    windows.sort_by_key(|w| w.start);
-    let active = cusum(&windows);
-    Ok(windows_to_segments(
-        &active,
-        from,
-        to,
-        base.max_gap_seconds,
-        base.min_duration_seconds,
-        now,
-    ))
+    merged_windows(
+        d,
+        SIGNAL_COUNT_THRESHOLD,
+        "window signal counts",
+        |windows| cusum(&windows),
+    )
 }
 
 /// The windows, in order, at which the CUSUM statistic exceeds [`CUSUM_THRESHOLD`].
@@ -68,7 +43,7 @@ pub(crate) fn cusum(windows: &[ActiveWindow]) -> Vec<ActiveWindow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::testing::m;
+    use crate::testing::m;
     use chrono::TimeDelta;
 
     fn windows(counts: &[u64]) -> Vec<ActiveWindow> {

@@ -1,9 +1,9 @@
 //! FREQUENCY_ANALYSIS: busy 60 s windows merged into segments.
 
-use crate::config::{BaseConfig, DEFAULT_SIGNAL_COUNT_THRESHOLD};
+use crate::config::DEFAULT_SIGNAL_COUNT_THRESHOLD;
 use crate::error::{Error, Result};
-use crate::model::Segment;
-use crate::ranges::{minus_secs, windows_to_segments};
+use crate::model::{ActiveWindow, Segment};
+use crate::ranges::windows_to_segments;
 use crate::source::{SignalSource, WindowSpec};
 
 use super::Detection;
@@ -17,35 +17,40 @@ pub const MIN_DISTINCT_SIGNALS: u64 = 2;
 /// `count ≥ signalCountThreshold ?? 10` and `distinct ≥ 2`, merged within `maxGap`, clipped to
 /// `[from, to]`; the last run may be ongoing (near real time relative to `now`).
 pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
-    let Detection {
-        source,
-        subject,
-        from,
-        to,
-        config,
-        now,
-        ..
-    } = *d;
-    let base = BaseConfig::resolve(config);
-    let threshold = config
+    let threshold = d
+        .config
         .and_then(|c| c.signal_count_threshold)
         .unwrap_or(DEFAULT_SIGNAL_COUNT_THRESHOLD);
+    // A non-positive threshold (only reachable by bypassing validation) admits every window.
+    let min_signal_count = u64::try_from(threshold).unwrap_or(0);
+    merged_windows(d, min_signal_count, "active windows", |windows| windows)
+}
+
+/// The windows over `[from − maxGap, to)` with `≥ min_signal_count` rows and `≥ 2` distinct
+/// names, in order, passed through `active` and merged within `maxGap` into segments clipped to
+/// `[from, to]`. `read` names the read in a source error.
+pub(crate) fn merged_windows<S: SignalSource + ?Sized>(
+    d: &Detection<'_, S>,
+    min_signal_count: u64,
+    read: &'static str,
+    active: impl FnOnce(Vec<ActiveWindow>) -> Vec<ActiveWindow>,
+) -> Result<Vec<Segment>> {
     let spec = WindowSpec {
         window_seconds: WINDOW_SECONDS,
-        // A non-positive threshold (only reachable by bypassing validation) admits every window.
-        min_signal_count: u64::try_from(threshold).unwrap_or(0),
+        min_signal_count,
         min_distinct_signals: MIN_DISTINCT_SIGNALS,
     };
-    let mut windows = source
-        .windowed_signal_counts(subject, minus_secs(from, base.max_gap_seconds), to, spec)
-        .map_err(Error::source("active windows"))?;
+    let mut windows = d
+        .source
+        .windowed_signal_counts(d.subject, d.read_from(), d.to, spec)
+        .map_err(Error::source(read))?;
     windows.sort_by_key(|w| w.start);
     Ok(windows_to_segments(
-        &windows,
-        from,
-        to,
-        base.max_gap_seconds,
-        base.min_duration_seconds,
-        now,
+        &active(windows),
+        d.from,
+        d.to,
+        d.base.max_gap_seconds,
+        d.base.min_duration_seconds,
+        d.now,
     ))
 }

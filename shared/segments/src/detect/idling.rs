@@ -3,10 +3,10 @@
 //! Detection is rpm-only; the caller drops segments whose `speed` MAX summary is > 0 afterwards
 //! ([`crate::SegmentList::finish`]).
 
-use crate::config::{BaseConfig, DEFAULT_MAX_IDLE_RPM};
+use crate::config::DEFAULT_MAX_IDLE_RPM;
 use crate::error::{Error, Result};
 use crate::model::Segment;
-use crate::ranges::{clip, minus_secs, to_segments};
+use crate::ranges::{clip, to_segments};
 use crate::source::{SignalSource, ENGINE_SPEED_SIGNAL};
 
 use super::Detection;
@@ -15,43 +15,35 @@ use super::Detection;
 /// (split by a non-idle reading or a gap `> maxGap`), each clipped to `[from, to]` with the
 /// minDuration rule; `startedBeforeRange = start ≤ from`. `signalCountThreshold` is unused.
 pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
-    let Detection {
-        source,
-        subject,
-        from,
-        to,
-        config,
-        ..
-    } = *d;
-    let base = BaseConfig::resolve(config);
-    let max_idle_rpm = config
+    let max_idle_rpm = d
+        .config
         .and_then(|c| c.max_idle_rpm)
         .unwrap_or(DEFAULT_MAX_IDLE_RPM);
-    let mut runs = source
+    let mut runs = d
+        .source
         .idle_runs(
-            subject,
+            d.subject,
             ENGINE_SPEED_SIGNAL,
-            minus_secs(from, base.max_gap_seconds),
-            to,
+            d.read_from(),
+            d.to,
             f64::from(max_idle_rpm),
-            base.max_gap_seconds,
+            d.base.max_gap_seconds,
         )
         .map_err(Error::source("idle runs"))?;
     runs.sort_by_key(|r| r.start);
     let kept: Vec<_> = runs
         .into_iter()
-        .filter_map(|r| clip(r, Some(from), Some(to), base.min_duration_seconds))
+        .filter_map(|r| clip(r, Some(d.from), Some(d.to), d.base.min_duration_seconds))
         .collect();
-    Ok(to_segments(&kept, from))
+    Ok(to_segments(&kept, d.from))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::SegmentConfig;
-    use crate::detect::testing::{m, over};
-    use crate::memory::MemorySource;
-    use crate::model::LevelSample;
+    use crate::model::Mechanism;
+    use crate::testing::{m, over, source};
 
     fn run(
         samples: &[(i64, f64)],
@@ -59,12 +51,8 @@ mod tests {
         to: i64,
         config: Option<&SegmentConfig>,
     ) -> Vec<Segment> {
-        let mut src = MemorySource::new();
-        src.push_samples(
-            ENGINE_SPEED_SIGNAL,
-            samples.iter().map(|&(i, v)| LevelSample::new(m(i), v)),
-        );
-        detect(&over(&src, from, to, config)).unwrap()
+        let src = source(&[(ENGINE_SPEED_SIGNAL, samples)]);
+        detect(&over(Mechanism::Idling, &src, from, to, config)).unwrap()
     }
 
     #[test]

@@ -2,7 +2,6 @@
 
 use chrono::TimeDelta;
 
-use crate::config::BaseConfig;
 use crate::error::{Error, Result};
 use crate::model::{Segment, StateChange, Ts};
 use crate::source::SignalSource;
@@ -15,25 +14,17 @@ use crate::time::secs_between;
 /// before the range and its duration counts from its true start); `startedBeforeRange =
 /// start < from` (strict); an open segment at the end is ongoing with duration `to − start`.
 pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
-    let Detection {
-        source,
-        subject,
-        from,
-        to,
-        config,
-        ..
-    } = *d;
-    let base = BaseConfig::resolve(config);
-    let mut changes = source
-        .ignition_state_changes(subject, from, to)
+    let mut changes = d
+        .source
+        .ignition_state_changes(d.subject, d.from, d.to)
         .map_err(Error::source("ignition state changes"))?;
     changes.sort_by_key(|c| c.ts);
     Ok(build_segments(
         &changes,
-        from,
-        to,
-        base.max_gap_seconds,
-        base.min_duration_seconds,
+        d.from,
+        d.to,
+        d.base.max_gap_seconds,
+        d.base.min_duration_seconds,
     ))
 }
 
@@ -106,7 +97,7 @@ pub(crate) fn build_segments(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::testing::m;
+    use crate::testing::m;
 
     fn on(i: i64) -> StateChange {
         StateChange {

@@ -1,7 +1,6 @@
 //! The six detectors, one module per mechanism, and [`detect`] dispatching on
-//! [`Mechanism`]. Each detector reads through a [`SignalSource`] and returns segments sorted by
-//! start with strictly increasing starts; `from`/`to` are the request's ORIGINAL range (after
-//! the `to` clamp), `config` is `None` when the request had no `config` object.
+//! [`Mechanism`]. Each detector reads a [`Detection`] through its [`SignalSource`] and returns
+//! segments sorted by start with strictly increasing starts.
 
 pub mod changepoint;
 pub mod frequency;
@@ -10,15 +9,19 @@ pub mod ignition;
 pub mod recharge;
 pub mod refuel;
 
-use crate::config::SegmentConfig;
+use crate::config::{BaseConfig, SegmentConfig};
 use crate::error::Result;
 use crate::model::{Mechanism, Segment, Ts};
+use crate::ranges::minus_secs;
 use crate::source::SignalSource;
 
-/// One detection: what every detector reads, and over which range. `from`/`to` are the
-/// request's ORIGINAL range (after the `to` clamp); `config` is `None` when the request had no
-/// `config` object; `now` decides the near-real-time "ongoing" rule of the windowed detectors.
+/// One detection: what every detector reads, over which range, and the config it resolves to.
+/// `from`/`to` are the request's ORIGINAL range (after the `to` clamp); `config` is `None` when
+/// the request had no `config` object; `now` decides the near-real-time "ongoing" rule of the
+/// windowed detectors.
 pub struct Detection<'a, S: ?Sized> {
+    /// The detector [`detect`] runs.
+    pub mechanism: Mechanism,
     /// The reads.
     pub source: &'a S,
     /// The vehicle.
@@ -27,76 +30,53 @@ pub struct Detection<'a, S: ?Sized> {
     pub from: Ts,
     /// End of the requested range.
     pub to: Ts,
-    /// The request's `config`.
+    /// The request's `config`, for the fields only one detector reads.
     pub config: Option<&'a SegmentConfig>,
     /// The time of the request.
     pub now: Ts,
+    /// `maxGapSeconds` / `minSegmentDurationSeconds` under `mechanism`'s defaults, resolved once
+    /// here so every detector reads the same rule.
+    pub base: BaseConfig,
 }
 
-/// Runs the detector of `mechanism` over `[from, to]`. `now` decides the near-real-time
-/// "ongoing" rule of the windowed detectors.
-pub fn detect<S: SignalSource + ?Sized>(
-    source: &S,
-    mechanism: Mechanism,
-    subject: &str,
-    from: Ts,
-    to: Ts,
-    config: Option<&SegmentConfig>,
-    now: Ts,
-) -> Result<Vec<Segment>> {
-    let d = Detection {
-        source,
-        subject,
-        from,
-        to,
-        config,
-        now,
-    };
-    match mechanism {
-        Mechanism::IgnitionDetection => ignition::detect(&d),
-        Mechanism::FrequencyAnalysis => frequency::detect(&d),
-        Mechanism::ChangePointDetection => changepoint::detect(&d),
-        Mechanism::Idling => idling::detect(&d),
-        Mechanism::Refuel => refuel::detect(&d),
-        Mechanism::Recharge => recharge::detect(&d),
-    }
-}
-
-/// Test data shared by the detectors' tests.
-#[cfg(test)]
-pub(crate) mod testing {
-    use super::Detection;
-    use crate::config::SegmentConfig;
-    use crate::model::{LevelSample, Ts};
-    use chrono::{TimeDelta, TimeZone, Utc};
-
-    /// `i` minutes after the tests' epoch, 2025-01-01T10:00Z.
-    pub fn m(i: i64) -> Ts {
-        Utc.with_ymd_and_hms(2025, 1, 1, 10, 0, 0).unwrap() + TimeDelta::minutes(i)
-    }
-
-    /// Samples at `(minute, value)` points.
-    pub fn s(points: &[(i64, f64)]) -> Vec<LevelSample> {
-        points
-            .iter()
-            .map(|&(i, v)| LevelSample::new(m(i), v))
-            .collect()
-    }
-
-    /// A detection of subject `s` over minutes `[from, to]`, at `to`.
-    pub fn over<'a, S: ?Sized>(
+impl<'a, S: ?Sized> Detection<'a, S> {
+    /// A detection by `mechanism` of `subject` over `[from, to]` at `now`.
+    pub fn new(
+        mechanism: Mechanism,
         source: &'a S,
-        from: i64,
-        to: i64,
+        subject: &'a str,
+        from: Ts,
+        to: Ts,
         config: Option<&'a SegmentConfig>,
-    ) -> Detection<'a, S> {
+        now: Ts,
+    ) -> Self {
         Detection {
+            mechanism,
             source,
-            subject: "s",
-            from: m(from),
-            to: m(to),
+            subject,
+            from,
+            to,
             config,
-            now: m(to),
+            now,
+            base: BaseConfig::resolve(mechanism, config),
         }
+    }
+
+    /// Start of the windowed and idle reads, `from − maxGap`: a run already under way at `from`
+    /// is read whole, so it is merged or clipped rather than cut.
+    pub fn read_from(&self) -> Ts {
+        minus_secs(self.from, self.base.max_gap_seconds)
+    }
+}
+
+/// Runs the detector of `d.mechanism`.
+pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
+    match d.mechanism {
+        Mechanism::IgnitionDetection => ignition::detect(d),
+        Mechanism::FrequencyAnalysis => frequency::detect(d),
+        Mechanism::ChangePointDetection => changepoint::detect(d),
+        Mechanism::Idling => idling::detect(d),
+        Mechanism::Refuel => refuel::detect(d),
+        Mechanism::Recharge => recharge::detect(d),
     }
 }

@@ -29,36 +29,28 @@ pub const SESSION_GAP_MAX: TimeDelta = TimeDelta::hours(2);
 /// (when it has samples inside) moved ≤ 0.5 km; consecutive sessions ≤ 2 h apart merge when the
 /// odometer between them moved ≤ 0.5 km. No clipping; `startedBeforeRange = start ≤ from`.
 pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
-    let Detection {
-        source,
-        subject,
-        from,
-        to,
-        config,
-        ..
-    } = *d;
-    let min_duration = config
-        .and_then(|c| c.min_segment_duration_seconds)
-        .map_or(DEFAULT_MIN_DURATION_SECONDS, i64::from);
-    let min_rise = config
+    let min_rise = d
+        .config
         .and_then(|c| c.min_increase_percent)
         .filter(|p| *p > 0)
         .map_or(DEFAULT_MIN_RISE, f64::from);
 
-    let mut soc = source
-        .level_samples(subject, SOC_SIGNAL, from, to)
+    let mut soc = d
+        .source
+        .level_samples(d.subject, SOC_SIGNAL, d.from, d.to)
         .map_err(Error::source("SoC samples"))?;
     if soc.len() < MIN_SOC_SAMPLES {
         return Ok(Vec::new());
     }
-    let mut odo = source
-        .level_samples(subject, ODOMETER_SIGNAL, from, to)
+    let mut odo = d
+        .source
+        .level_samples(d.subject, ODOMETER_SIGNAL, d.from, d.to)
         .map_err(Error::source("odometer samples"))?;
     soc.sort_by_key(|s| s.ts);
     odo.sort_by_key(|s| s.ts);
 
     let smoothed = smooth(&soc, SMOOTH_WINDOW);
-    let candidates = trough_to_peak_ranges(&smoothed, min_rise, min_duration);
+    let candidates = trough_to_peak_ranges(&smoothed, min_rise, d.base.min_duration_seconds);
     let stationary: Vec<TimeRange> = candidates
         .into_iter()
         .filter(|r| {
@@ -78,12 +70,12 @@ pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segm
     let merged = merge(
         stationary,
         SESSION_GAP_MAX,
-        min_duration,
+        d.base.min_duration_seconds,
         None,
         None,
         Some(&same_place),
     );
-    Ok(to_segments(&merged, from))
+    Ok(to_segments(&merged, d.from))
 }
 
 /// Centered moving average over `window` samples (`2·(window/2)+1` for an even window),
@@ -94,11 +86,12 @@ pub(crate) fn smooth(samples: &[LevelSample], window: usize) -> Vec<LevelSample>
         return samples.to_vec();
     }
     let half = window / 2;
-    let denom = (2 * half + 1) as f64;
-    (half..samples.len() - half)
-        .map(|i| {
-            let sum: f64 = samples[i - half..=i + half].iter().map(|s| s.value).sum();
-            LevelSample::new(samples[i].ts, sum / denom)
+    let width = 2 * half + 1;
+    samples
+        .windows(width)
+        .filter_map(|w| {
+            let sum: f64 = w.iter().map(|s| s.value).sum();
+            Some(LevelSample::new(w.get(half)?.ts, sum / width as f64))
         })
         .collect()
 }
@@ -120,19 +113,21 @@ pub(crate) fn trough_to_peak_ranges(
     let mut dir = Dir::Flat;
     let (mut trough, mut peak) = (0usize, 0usize);
     let close = |trough: usize, peak: usize, out: &mut Vec<TimeRange>| {
-        let (t, p) = (&samples[trough], &samples[peak]);
-        if p.value - t.value >= min_rise && secs_between(t.ts, p.ts) >= min_duration {
-            out.push(TimeRange::new(t.ts, p.ts));
+        if let (Some(t), Some(p)) = (samples.get(trough), samples.get(peak)) {
+            if p.value - t.value >= min_rise && secs_between(t.ts, p.ts) >= min_duration {
+                out.push(TimeRange::new(t.ts, p.ts));
+            }
         }
     };
-    for i in 1..samples.len() {
-        let diff = samples[i].value - samples[i - 1].value;
+    // Sample `i` and its successor `i + 1`.
+    for (i, (prev, cur)) in samples.iter().zip(samples.iter().skip(1)).enumerate() {
+        let diff = cur.value - prev.value;
         if diff > 0.0 {
             if dir == Dir::Down {
-                trough = i - 1;
+                trough = i;
             }
             dir = Dir::Up;
-            peak = i;
+            peak = i + 1;
         } else if diff < 0.0 {
             if dir == Dir::Up {
                 close(trough, peak, &mut out);
@@ -149,27 +144,14 @@ pub(crate) fn trough_to_peak_ranges(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::testing::{m, over, s};
     use crate::memory::MemorySource;
-
-    /// SoC rising 3 points a minute for 20 minutes, the odometer at `odometer(minute)`.
-    fn rising_soc(odometer: impl Fn(i64) -> f64) -> MemorySource {
-        let mut src = MemorySource::new();
-        src.push_samples(
-            SOC_SIGNAL,
-            (0..=20).map(|i| LevelSample::new(m(i), 20.0 + 3.0 * i as f64)),
-        );
-        src.push_samples(
-            ODOMETER_SIGNAL,
-            (0..=20).map(|i| LevelSample::new(m(i), odometer(i))),
-        );
-        src
-    }
+    use crate::model::Mechanism;
+    use crate::testing::{charging, m, over, samples, source};
 
     #[test]
     fn smoothing_window_3() {
         let out = smooth(
-            &s(&[(0, 10.0), (1, 20.0), (2, 30.0), (3, 40.0), (4, 50.0)]),
+            &samples(&[(0, 10.0), (1, 20.0), (2, 30.0), (3, 40.0), (4, 50.0)]),
             3,
         );
         let values: Vec<f64> = out.iter().map(|x| x.value).collect();
@@ -179,13 +161,13 @@ mod tests {
 
     #[test]
     fn smoothing_window_larger_than_input_is_identity() {
-        let input = s(&[(0, 10.0), (1, 20.0)]);
+        let input = samples(&[(0, 10.0), (1, 20.0)]);
         assert_eq!(smooth(&input, 5), input);
     }
 
     #[test]
     fn trough_to_peak_finds_each_rise() {
-        let curve = s(&[
+        let curve = samples(&[
             (0, 50.0),
             (1, 40.0),
             (2, 45.0),
@@ -200,14 +182,14 @@ mod tests {
             vec![TimeRange::new(m(1), m(3)), TimeRange::new(m(4), m(6))]
         );
         assert!(trough_to_peak_ranges(&[], 1.0, 61).is_empty());
-        assert!(trough_to_peak_ranges(&s(&[(0, 10.0)]), 1.0, 61).is_empty());
-        assert!(trough_to_peak_ranges(&s(&[(0, 50.0), (2, 50.5)]), 1.0, 0).is_empty());
+        assert!(trough_to_peak_ranges(&samples(&[(0, 10.0)]), 1.0, 61).is_empty());
+        assert!(trough_to_peak_ranges(&samples(&[(0, 50.0), (2, 50.5)]), 1.0, 0).is_empty());
     }
 
     #[test]
     fn golden_soc_rise_with_stationary_odometer_is_600s() {
-        let src = rising_soc(|_| 1000.0);
-        let segs = detect(&over(&src, 0, 21, None)).unwrap();
+        let src = source(&charging(0.0));
+        let segs = detect(&over(Mechanism::Recharge, &src, 0, 21, None)).unwrap();
         assert_eq!(segs.len(), 1);
         assert_eq!((segs[0].start, segs[0].end), (m(5), Some(m(15))));
         assert_eq!(segs[0].duration_seconds, 600);
@@ -216,8 +198,10 @@ mod tests {
 
     #[test]
     fn moving_odometer_rejects_the_rise() {
-        let src = rising_soc(|i| 1000.0 + i as f64);
-        assert!(detect(&over(&src, 0, 21, None)).unwrap().is_empty());
+        let src = source(&charging(1.0));
+        assert!(detect(&over(Mechanism::Recharge, &src, 0, 21, None))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
@@ -227,6 +211,8 @@ mod tests {
             SOC_SIGNAL,
             (0..12).map(|i| LevelSample::new(m(i), 20.0 + 3.0 * i as f64)),
         );
-        assert!(detect(&over(&src, 0, 21, None)).unwrap().is_empty());
+        assert!(detect(&over(Mechanism::Recharge, &src, 0, 21, None))
+            .unwrap()
+            .is_empty());
     }
 }

@@ -2,7 +2,6 @@
 
 use chrono::TimeDelta;
 
-use crate::config::BaseConfig;
 use crate::error::{Error, Result};
 use crate::model::{LevelSample, Segment, TimeRange, Ts};
 use crate::ranges::{merge, sample_at_or_before, to_segments};
@@ -30,44 +29,37 @@ pub const PEAK_STABILIZATION_DROP: f64 = 1.0;
 /// follows the trough and rises ≥ 20 points, clamped to `[from, to]`, kept if ≥ minDuration.
 /// Candidates are merged (gap 0) and clipped.
 pub fn detect<S: SignalSource + ?Sized>(d: &Detection<'_, S>) -> Result<Vec<Segment>> {
-    let Detection {
-        source,
-        subject,
-        from,
-        to,
-        config,
-        ..
-    } = *d;
-    let base = BaseConfig::resolve(config);
-    let min_rise = config
+    let min_rise = d
+        .config
         .and_then(|c| c.min_increase_percent)
         .filter(|p| *p > 0)
         .unwrap_or(DEFAULT_MIN_RISE_PERCENT);
-    let mut samples = source
+    let mut samples = d
+        .source
         .level_samples(
-            subject,
+            d.subject,
             FUEL_LEVEL_SIGNAL,
-            add(from, -WINDOW),
-            add(to, PEAK_SEARCH),
+            add(d.from, -WINDOW),
+            add(d.to, PEAK_SEARCH),
         )
         .map_err(Error::source("fuel samples"))?;
     samples.sort_by_key(|s| s.ts);
     let raw = scan(
         &samples,
-        from,
-        to,
+        d.from,
+        d.to,
         f64::from(min_rise),
-        base.min_duration_seconds,
+        d.base.min_duration_seconds,
     );
     let merged = merge(
         raw,
         TimeDelta::zero(),
-        base.min_duration_seconds,
-        Some(from),
-        Some(to),
+        d.base.min_duration_seconds,
+        Some(d.from),
+        Some(d.to),
         None,
     );
-    Ok(to_segments(&merged, from))
+    Ok(to_segments(&merged, d.from))
 }
 
 fn scan(
@@ -123,107 +115,92 @@ pub(crate) fn trough_and_peak(
     let start_idx = samples
         .partition_point(|s| s.ts <= rise_start)
         .saturating_sub(1);
-    let mut trough: Option<usize> = None;
-    for i in (0..=start_idx.min(samples.len().checked_sub(1)?)).rev() {
+    let last = samples.len().checked_sub(1)?;
+    let mut trough: Option<&LevelSample> = None;
+    for s in samples.iter().take(start_idx.min(last) + 1).rev() {
         match trough {
-            Some(j) if samples[i].value >= samples[j].value => break,
-            _ => trough = Some(i),
+            Some(t) if s.value >= t.value => break,
+            _ => trough = Some(s),
         }
     }
 
     let peak_start = samples.partition_point(|s| s.ts < rise_end);
-    let mut peak: Option<usize> = None;
-    for i in peak_start..samples.len() {
-        if samples[i].ts > deadline {
+    let mut peak: Option<&LevelSample> = None;
+    let mut rest = samples.iter().skip(peak_start).peekable();
+    while let Some(s) = rest.next() {
+        if s.ts > deadline {
             break;
         }
-        if peak.is_none_or(|j| samples[i].value >= samples[j].value) {
-            peak = Some(i);
+        if peak.is_none_or(|p| s.value >= p.value) {
+            peak = Some(s);
         }
-        if let Some(next) = samples.get(i + 1) {
-            if next.ts <= deadline && next.value < samples[i].value - PEAK_STABILIZATION_DROP {
-                peak = Some(i);
+        if let Some(next) = rest.peek() {
+            if next.ts <= deadline && next.value < s.value - PEAK_STABILIZATION_DROP {
+                peak = Some(s);
                 break;
             }
         }
     }
 
     let (t, p) = (trough?, peak?);
-    Some((
-        samples[t].ts,
-        samples[p].ts,
-        samples[p].value - samples[t].value,
-    ))
+    Some((t.ts, p.ts, p.value - t.value))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::testing::{m, s};
-
-    /// A rise from 20 (minute 3) to 80 (minute 6), then flat.
-    const BASIC_RISE: [(i64, f64); 9] = [
-        (0, 50.0),
-        (1, 40.0),
-        (2, 25.0),
-        (3, 20.0),
-        (4, 60.0),
-        (5, 75.0),
-        (6, 80.0),
-        (7, 80.0),
-        (60, 80.0),
-    ];
+    use crate::testing::{m, samples, FUEL_BASIC_RISE};
 
     #[test]
     fn trough_min3_peak_min7_abs_rise_60() {
-        let samples = s(&BASIC_RISE);
-        let (t, p, rise) = trough_and_peak(&samples, m(3), m(7)).unwrap();
+        let curve = samples(&FUEL_BASIC_RISE);
+        let (t, p, rise) = trough_and_peak(&curve, m(3), m(7)).unwrap();
         assert_eq!((t, p, rise), (m(3), m(7), 60.0));
     }
 
     #[test]
     fn trough_walks_back_to_local_minimum() {
-        let samples = s(&[(0, 50.0), (1, 30.0), (2, 20.0), (3, 25.0), (8, 80.0)]);
-        let (t, _, _) = trough_and_peak(&samples, m(3), m(8)).unwrap();
+        let curve = samples(&[(0, 50.0), (1, 30.0), (2, 20.0), (3, 25.0), (8, 80.0)]);
+        let (t, _, _) = trough_and_peak(&curve, m(3), m(8)).unwrap();
         // The sample at/before rise start is min 3 (25): it walks back to min 2 (20), stops at 1.
         assert_eq!(t, m(2));
     }
 
     #[test]
     fn flat_trough_stops_at_sample_nearest_the_rise() {
-        let samples = s(&[(0, 20.0), (1, 20.0), (2, 20.0), (3, 20.0), (8, 80.0)]);
-        let (t, _, _) = trough_and_peak(&samples, m(3), m(8)).unwrap();
+        let curve = samples(&[(0, 20.0), (1, 20.0), (2, 20.0), (3, 20.0), (8, 80.0)]);
+        let (t, _, _) = trough_and_peak(&curve, m(3), m(8)).unwrap();
         assert_eq!(t, m(3));
     }
 
     #[test]
     fn stabilization_drop_ends_peak_search() {
         // 80 at min 6, next drops to 78 (> 1.0 below) → peak is min 6 even though 90 follows.
-        let samples = s(&[(0, 20.0), (5, 70.0), (6, 80.0), (7, 78.0), (8, 90.0)]);
-        let (_, p, rise) = trough_and_peak(&samples, m(0), m(5)).unwrap();
+        let curve = samples(&[(0, 20.0), (5, 70.0), (6, 80.0), (7, 78.0), (8, 90.0)]);
+        let (_, p, rise) = trough_and_peak(&curve, m(0), m(5)).unwrap();
         assert_eq!(p, m(6));
         assert_eq!(rise, 60.0);
     }
 
     #[test]
     fn peak_search_capped_at_30_minutes() {
-        let samples = s(&[(0, 10.0), (5, 60.0), (60, 95.0)]);
-        let (t, p, _) = trough_and_peak(&samples, m(0), m(5)).unwrap();
+        let curve = samples(&[(0, 10.0), (5, 60.0), (60, 95.0)]);
+        let (t, p, _) = trough_and_peak(&curve, m(0), m(5)).unwrap();
         assert_eq!((t, p), (m(0), m(5)));
     }
 
     #[test]
     fn single_sample_has_no_rise() {
-        let samples = s(&[(0, 50.0)]);
-        let r = trough_and_peak(&samples, m(0), m(5));
+        let curve = samples(&[(0, 50.0)]);
+        let r = trough_and_peak(&curve, m(0), m(5));
         assert!(r.is_none_or(|(t, p, rise)| t == p || rise == 0.0));
         assert!(trough_and_peak(&[], m(0), m(5)).is_none());
     }
 
     #[test]
     fn golden_basic_rise_is_one_420s_segment() {
-        let samples = s(&BASIC_RISE);
-        let raw = scan(&samples, m(0), m(60), 30.0, 240);
+        let curve = samples(&FUEL_BASIC_RISE);
+        let raw = scan(&curve, m(0), m(60), 30.0, 240);
         let merged = merge(raw, TimeDelta::zero(), 240, Some(m(0)), Some(m(60)), None);
         let segs = to_segments(&merged, m(0));
         assert_eq!(segs.len(), 1);

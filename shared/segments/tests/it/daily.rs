@@ -10,12 +10,8 @@ fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> chrono::DateTime<Utc> {
 
 fn request(from: chrono::DateTime<Utc>, to: chrono::DateTime<Utc>) -> DailyActivityRequest {
     DailyActivityRequest {
-        subject: "did".into(),
-        from,
-        to,
-        mechanism: Mechanism::IgnitionDetection,
-        config: None,
         timezone: Some("Europe/Berlin".into()),
+        ..DailyActivityRequest::new("did", from, to, Mechanism::IgnitionDetection)
     }
 }
 

@@ -1,8 +1,9 @@
 use chrono::TimeDelta;
 use dq_segments::memory::MemorySource;
 use dq_segments::model::LevelSample;
-use dq_segments::source::{
-    ENGINE_SPEED_SIGNAL, FUEL_LEVEL_SIGNAL, IGNITION_SIGNAL, ODOMETER_SIGNAL, SOC_SIGNAL,
+use dq_segments::source::{ENGINE_SPEED_SIGNAL, FUEL_LEVEL_SIGNAL, IGNITION_SIGNAL, SOC_SIGNAL};
+use dq_segments::testing::{
+    charging, source, FUEL_BASIC_RISE, FUEL_RISE_OF_25_PERCENT, FUEL_TROUGH_BEFORE_RANGE,
 };
 use dq_segments::{segments, Mechanism, SegmentConfig, SegmentConfigInput, SegmentsRequest};
 
@@ -20,12 +21,7 @@ fn run(
 }
 
 fn ignition(points: &[(i64, f64)]) -> MemorySource {
-    let mut src = MemorySource::new();
-    src.push_samples(
-        IGNITION_SIGNAL,
-        points.iter().map(|&(i, v)| LevelSample::new(m(i), v)),
-    );
-    src
+    source(&[(IGNITION_SIGNAL, points)])
 }
 
 // ---------------------------------------------------------------- IGNITION_DETECTION
@@ -223,27 +219,12 @@ fn idling_candidates_capped_then_limited_after_speed_filter() {
 // ---------------------------------------------------------------- REFUEL
 
 fn fuel(points: &[(i64, f64)]) -> MemorySource {
-    let mut src = MemorySource::new();
-    src.push_samples(
-        FUEL_LEVEL_SIGNAL,
-        points.iter().map(|&(i, v)| LevelSample::new(m(i), v)),
-    );
-    src
+    source(&[(FUEL_LEVEL_SIGNAL, points)])
 }
 
 #[test]
 fn refuel_golden_basic_rise() {
-    let src = fuel(&[
-        (0, 50.0),
-        (1, 40.0),
-        (2, 25.0),
-        (3, 20.0),
-        (4, 60.0),
-        (5, 75.0),
-        (6, 80.0),
-        (7, 80.0),
-        (60, 80.0),
-    ]);
+    let src = fuel(&FUEL_BASIC_RISE);
     let s = run(&src, Mechanism::Refuel, 0, 60, 10_000);
     assert_eq!(s.len(), 1);
     assert_eq!(
@@ -254,16 +235,7 @@ fn refuel_golden_basic_rise() {
 
 #[test]
 fn refuel_trough_before_range_is_clamped_to_from() {
-    // Trough at min 8 (before from = 10), rise 10–14, peak at 14.
-    let src = fuel(&[
-        (0, 30.0),
-        (8, 20.0),
-        (11, 40.0),
-        (12, 60.0),
-        (14, 80.0),
-        (16, 80.0),
-        (60, 79.5),
-    ]);
+    let src = fuel(&FUEL_TROUGH_BEFORE_RANGE);
     let s = run(&src, Mechanism::Refuel, 10, 60, 10_000);
     assert_eq!(s.len(), 1);
     assert_eq!(s[0].start, m(10));
@@ -277,7 +249,7 @@ fn refuel_small_absolute_rise_is_rejected_and_sdl_default_lowers_threshold() {
     let src = fuel(&[(0, 10.0), (3, 10.0), (6, 14.0), (60, 14.0)]);
     assert!(run(&src, Mechanism::Refuel, 0, 60, 10_000).is_empty());
     // 80 → 100 (+25 %, 20 points) fails the detector default 30 % but passes the SDL 15 %.
-    let src = fuel(&[(0, 80.0), (3, 80.0), (6, 100.0), (60, 100.0)]);
+    let src = fuel(&FUEL_RISE_OF_25_PERCENT);
     assert!(run(&src, Mechanism::Refuel, 0, 60, 10_000).is_empty());
     let req = SegmentsRequest {
         config: Some(SegmentConfigInput::default().materialize()),
@@ -290,22 +262,9 @@ fn refuel_small_absolute_rise_is_rejected_and_sdl_default_lowers_threshold() {
 
 // ---------------------------------------------------------------- RECHARGE
 
-fn charging(odo_step: f64) -> MemorySource {
-    let mut src = MemorySource::new();
-    src.push_samples(
-        SOC_SIGNAL,
-        (0..=20).map(|i| LevelSample::new(m(i), 20.0 + 3.0 * i as f64)),
-    );
-    src.push_samples(
-        ODOMETER_SIGNAL,
-        (0..=20).map(|i| LevelSample::new(m(i), 1000.0 + odo_step * i as f64)),
-    );
-    src
-}
-
 #[test]
 fn recharge_golden_600s() {
-    let s = run(&charging(0.0), Mechanism::Recharge, 0, 30, 10_000);
+    let s = run(&source(&charging(0.0)), Mechanism::Recharge, 0, 30, 10_000);
     assert_eq!(s.len(), 1);
     assert_eq!(
         (s[0].start, s[0].end, s[0].duration_seconds),
@@ -315,7 +274,7 @@ fn recharge_golden_600s() {
 
 #[test]
 fn recharge_rejects_moving_vehicle() {
-    assert!(run(&charging(1.0), Mechanism::Recharge, 0, 30, 10_000).is_empty());
+    assert!(run(&source(&charging(1.0)), Mechanism::Recharge, 0, 30, 10_000).is_empty());
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! No input makes a detector panic: unvalidated configs, NaN/∞ values, extreme times.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use dq_segments::detect::detect;
+use dq_segments::detect::{detect, Detection};
 use dq_segments::memory::MemorySource;
 use dq_segments::model::LevelSample;
 use dq_segments::source::{
@@ -46,7 +46,8 @@ proptest! {
             min_increase_percent: cfg[4],
         };
         for mech in Mechanism::ALL {
-            let _ = detect(&src, mech, "s", m(from), m(from + len), Some(&config), m(now));
+            let d = Detection::new(mech, &src, "s", m(from), m(from + len), Some(&config), m(now));
+            let _ = detect(&d);
         }
     }
 }
@@ -61,7 +62,23 @@ fn extreme_instants_do_not_panic() {
     let min = DateTime::<Utc>::MIN_UTC;
     let max = DateTime::<Utc>::MAX_UTC;
     for mech in Mechanism::ALL {
-        let _ = detect(&src, mech, "s", min, min + TimeDelta::hours(1), None, max);
-        let _ = detect(&src, mech, "s", max - TimeDelta::hours(1), max, None, max);
+        let _ = detect(&Detection::new(
+            mech,
+            &src,
+            "s",
+            min,
+            min + TimeDelta::hours(1),
+            None,
+            max,
+        ));
+        let _ = detect(&Detection::new(
+            mech,
+            &src,
+            "s",
+            max - TimeDelta::hours(1),
+            max,
+            None,
+            max,
+        ));
     }
 }

@@ -271,17 +271,19 @@ impl<'d, 'a> Doc<'d, 'a> {
 
 /// Formats an OID as its decimal key without allocating.
 fn oid_key(oid: u16, buf: &mut [u8; 5]) -> &str {
-    let mut i = buf.len();
+    // Digits right to left into the buffer's tail; five hold every u16.
+    let mut len = 0;
     let mut v = oid;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + (v % 10) as u8;
+        len += 1;
         v /= 10;
         if v == 0 {
             break;
         }
     }
-    std::str::from_utf8(&buf[i..]).unwrap_or_default()
+    let digits = buf.get(buf.len() - len..).unwrap_or_default();
+    std::str::from_utf8(digits).unwrap_or_default()
 }
 
 fn status(event: &RawEvent) -> Decoded<Signal> {

@@ -16,6 +16,74 @@ use prost::Message as _;
 /// Standard atmosphere in kPa.
 const ATM_TO_KPA: f64 = 101.325;
 
+/// Fields that carry one number: (field, signal, factor to the signal's unit). A double, or a
+/// string Go parses as a float64; anything else is an unexpected value kind.
+const SCALED: [(i32, &str, f64); 15] = [
+    (
+        field::AC_CHARGING_POWER,
+        n::POWERTRAIN_TRACTION_BATTERY_CURRENT_POWER,
+        1000.0,
+    ),
+    (
+        field::DC_CHARGING_POWER,
+        n::POWERTRAIN_TRACTION_BATTERY_CURRENT_POWER,
+        1000.0,
+    ),
+    (
+        field::DC_CHARGING_ENERGY_IN,
+        n::POWERTRAIN_TRACTION_BATTERY_CHARGING_ADDED_ENERGY,
+        1.0,
+    ),
+    (
+        field::ENERGY_REMAINING,
+        n::POWERTRAIN_TRACTION_BATTERY_STATE_OF_CHARGE_CURRENT_ENERGY,
+        1.0,
+    ),
+    (
+        field::SOC,
+        n::POWERTRAIN_TRACTION_BATTERY_STATE_OF_CHARGE_CURRENT,
+        1.0,
+    ),
+    (
+        field::TPMS_PRESSURE_FL,
+        n::CHASSIS_AXLE_ROW1_WHEEL_LEFT_TIRE_PRESSURE,
+        ATM_TO_KPA,
+    ),
+    (
+        field::TPMS_PRESSURE_FR,
+        n::CHASSIS_AXLE_ROW1_WHEEL_RIGHT_TIRE_PRESSURE,
+        ATM_TO_KPA,
+    ),
+    (
+        field::TPMS_PRESSURE_RL,
+        n::CHASSIS_AXLE_ROW2_WHEEL_LEFT_TIRE_PRESSURE,
+        ATM_TO_KPA,
+    ),
+    (
+        field::TPMS_PRESSURE_RR,
+        n::CHASSIS_AXLE_ROW2_WHEEL_RIGHT_TIRE_PRESSURE,
+        ATM_TO_KPA,
+    ),
+    (field::OUTSIDE_TEMP, n::EXTERIOR_AIR_TEMPERATURE, 1.0),
+    (field::EST_BATTERY_RANGE, n::POWERTRAIN_RANGE, MILES_TO_KM),
+    (
+        field::ODOMETER,
+        n::POWERTRAIN_TRANSMISSION_TRAVELLED_DISTANCE,
+        MILES_TO_KM,
+    ),
+    (field::VEHICLE_SPEED, n::SPEED, MILES_TO_KM),
+    (
+        field::CHARGE_AMPS,
+        n::POWERTRAIN_TRACTION_BATTERY_CHARGING_CHARGE_CURRENT_AC,
+        1.0,
+    ),
+    (
+        field::CHARGER_VOLTAGE,
+        n::POWERTRAIN_TRACTION_BATTERY_CHARGING_CHARGE_VOLTAGE_UNKNOWN_TYPE,
+        1.0,
+    ),
+];
+
 pub(super) fn convert_signals(event: &RawEvent) -> Decoded<Signal> {
     let doc = match payload(event) {
         Ok(doc) => doc,
@@ -137,77 +205,6 @@ fn decode_payload(p: &Payload, index: usize, out: &mut Decoded<Signal>) {
                 }
                 _ => out.errors.push(unexpected()),
             },
-            field::AC_CHARGING_POWER | field::DC_CHARGING_POWER => push(
-                out,
-                timestamp,
-                n::POWERTRAIN_TRACTION_BATTERY_CURRENT_POWER,
-                number(1000.0),
-            ),
-            field::DC_CHARGING_ENERGY_IN => push(
-                out,
-                timestamp,
-                n::POWERTRAIN_TRACTION_BATTERY_CHARGING_ADDED_ENERGY,
-                number(1.0),
-            ),
-            field::ENERGY_REMAINING => push(
-                out,
-                timestamp,
-                n::POWERTRAIN_TRACTION_BATTERY_STATE_OF_CHARGE_CURRENT_ENERGY,
-                number(1.0),
-            ),
-            field::SOC => push(
-                out,
-                timestamp,
-                n::POWERTRAIN_TRACTION_BATTERY_STATE_OF_CHARGE_CURRENT,
-                number(1.0),
-            ),
-            field::TPMS_PRESSURE_FL => push(
-                out,
-                timestamp,
-                n::CHASSIS_AXLE_ROW1_WHEEL_LEFT_TIRE_PRESSURE,
-                number(ATM_TO_KPA),
-            ),
-            field::TPMS_PRESSURE_FR => push(
-                out,
-                timestamp,
-                n::CHASSIS_AXLE_ROW1_WHEEL_RIGHT_TIRE_PRESSURE,
-                number(ATM_TO_KPA),
-            ),
-            field::TPMS_PRESSURE_RL => push(
-                out,
-                timestamp,
-                n::CHASSIS_AXLE_ROW2_WHEEL_LEFT_TIRE_PRESSURE,
-                number(ATM_TO_KPA),
-            ),
-            field::TPMS_PRESSURE_RR => push(
-                out,
-                timestamp,
-                n::CHASSIS_AXLE_ROW2_WHEEL_RIGHT_TIRE_PRESSURE,
-                number(ATM_TO_KPA),
-            ),
-            field::OUTSIDE_TEMP => push(out, timestamp, n::EXTERIOR_AIR_TEMPERATURE, number(1.0)),
-            field::EST_BATTERY_RANGE => {
-                push(out, timestamp, n::POWERTRAIN_RANGE, number(MILES_TO_KM))
-            }
-            field::ODOMETER => push(
-                out,
-                timestamp,
-                n::POWERTRAIN_TRANSMISSION_TRAVELLED_DISTANCE,
-                number(MILES_TO_KM),
-            ),
-            field::VEHICLE_SPEED => push(out, timestamp, n::SPEED, number(MILES_TO_KM)),
-            field::CHARGE_AMPS => push(
-                out,
-                timestamp,
-                n::POWERTRAIN_TRACTION_BATTERY_CHARGING_CHARGE_CURRENT_AC,
-                number(1.0),
-            ),
-            field::CHARGER_VOLTAGE => push(
-                out,
-                timestamp,
-                n::POWERTRAIN_TRACTION_BATTERY_CHARGING_CHARGE_VOLTAGE_UNKNOWN_TYPE,
-                number(1.0),
-            ),
             field::CHARGE_LIMIT_SOC => {
                 let limit = match kind {
                     Some(Kind::IntValue(v)) => Ok(f64::from(*v)),
@@ -286,7 +283,11 @@ fn decode_payload(p: &Payload, index: usize, out: &mut Decoded<Signal>) {
                 });
                 push(out, timestamp, name, value);
             }
-            _ => {}
+            key => {
+                if let Some((_, name, factor)) = SCALED.iter().find(|(f, ..)| *f == key) {
+                    push(out, timestamp, name, number(*factor));
+                }
+            }
         }
     }
 }
