@@ -131,6 +131,20 @@ impl JwksCache {
         self.fetch_and_store().await
     }
 
+    /// Fetches unless a fetch was already attempted (by a request, or an earlier call): what a
+    /// process runs in the background at init. A request arriving meanwhile waits for this
+    /// fetch and uses its outcome, so the two never fetch twice.
+    ///
+    /// # Errors
+    /// As [`JwksCache::prime`].
+    pub async fn warm(&self) -> Result<()> {
+        let _guard = self.refresh.lock().await;
+        if self.lock().attempted_at.is_some() {
+            return Ok(());
+        }
+        self.fetch_and_store().await.map(drop)
+    }
+
     /// The keys currently held (possibly empty or stale).
     pub fn current(&self) -> Arc<KeySet> {
         Arc::clone(&self.lock().keys)

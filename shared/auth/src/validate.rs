@@ -103,6 +103,22 @@ impl TokenValidator {
         &self.config
     }
 
+    /// Starts fetching a cached key set on the current Tokio runtime and returns at once
+    /// (nothing to do for a static set). The functions call it before attaching the lake, so
+    /// the JWKS round trip overlaps the attach instead of delaying the first authenticated
+    /// request ([`JwksCache::warm`]). A failure is only logged: requests then fetch again under
+    /// the cache's rate limit, as after any failed fetch.
+    pub fn prefetch(&self) {
+        if let KeySource::Cached(cache) = &self.keys {
+            let cache = Arc::clone(cache);
+            tokio::spawn(async move {
+                if let Err(e) = cache.warm().await {
+                    tracing::warn!(error = %e, "jwks prefetch at init failed");
+                }
+            });
+        }
+    }
+
     /// Validates `token` (the bare JWT, without `Bearer `).
     ///
     /// # Errors

@@ -145,6 +145,14 @@ pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, Star
                 reason: format!("{v:?} is not a positive Go duration (e.g. `30s`)"),
             })?,
     };
+    let http = reqwest::Client::builder()
+        .timeout(dq_auth::remote::UPSTREAM_TIMEOUT)
+        .build()
+        .map_err(|e| StartError::Http(e.to_string()))?;
+    let validator = dq_auth::remote::validator(&settings, &http);
+    if let Some(v) = &validator {
+        v.prefetch();
+    }
     let secrets = dq_secrets::SecretsClient::from_env();
     let blob_cfg =
         dq_blob::BlobConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets).await?;
@@ -161,11 +169,6 @@ pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, Star
             key: "DUCKLAKE_CATALOG_DSN",
             reason: format!("opening the lake failed: {e}"),
         })??;
-    let http = reqwest::Client::builder()
-        .timeout(dq_auth::remote::UPSTREAM_TIMEOUT)
-        .build()
-        .map_err(|e| StartError::Http(e.to_string()))?;
-    let validator = dq_auth::remote::validator(&settings, &http);
     let authenticator = GrpcAuthenticator::from_settings(validator, &settings);
     let mut api = FetchApi::new(Arc::new(Db::new(lake)), Payloads::new(store), authenticator)
         .with_concurrency_limit(max_concurrent)

@@ -257,6 +257,11 @@ impl AppState {
 pub async fn state_from_env() -> Result<AppState, String> {
     let settings = dq_auth::AuthSettings::from_env().map_err(|e| e.to_string())?;
     let limits = Limits::from_lookup(|k| std::env::var(k).ok())?;
+    let http = reqwest::Client::new();
+    let validator = dq_auth::remote::validator(&settings, &http);
+    if let Some(v) = &validator {
+        v.prefetch();
+    }
     let secrets = dq_secrets::SecretsClient::from_env();
     let blob_cfg = dq_blob::BlobConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets)
         .await
@@ -278,7 +283,6 @@ pub async fn state_from_env() -> Result<AppState, String> {
         .map_err(|e| format!("open lake: {e}"))?;
     let (dialect, dialect_settings) = DialectSettings::from_lookup(|k| std::env::var(k).ok())?;
     let (engine, db) = share_lake(lake);
-    let http = reqwest::Client::new();
     let links = settings.identity_api_url.clone().map(|url| {
         Arc::new(dq_auth::remote::IdentityApi::new(http.clone(), url))
             as Arc<dyn dq_auth::DeviceLinks>
@@ -287,7 +291,7 @@ pub async fn state_from_env() -> Result<AppState, String> {
         dialect,
         dialect_settings,
         Arc::new(engine),
-        dq_auth::remote::validator(&settings, &http),
+        validator,
         limits,
     )?
     .with_cloud_events(CloudEvents::new(db, store, links))

@@ -1,4 +1,4 @@
-//! JWKS cache: cold-start priming, TTL, refresh on unknown `kid` (rate limited), stale keys on
+//! JWKS cache: cold-start priming and the init-time prefetch, TTL, refresh on unknown `kid` (rate limited), stale keys on
 //! failure, single-flight refreshes.
 
 use crate::{vehicle, ISSUER};
@@ -129,6 +129,41 @@ async fn first_use_fetches_and_failures_are_unavailable() {
     endpoint.serve(Some(signer.jwks_json()));
     let lazy = endpoint.cache(CacheConfig::default());
     assert!(validator(&lazy).validate(&token(&signer)).await.is_ok());
+}
+
+#[tokio::test]
+async fn prefetch_at_init_fetches_once_with_or_before_the_first_request() {
+    let signer = DevSigner::generate(ISSUER).unwrap();
+    let endpoint = Endpoint::default();
+    endpoint.serve(Some(signer.jwks_json()));
+
+    // The prefetch runs alone: the keys are there before any request, which fetches nothing.
+    let cache = endpoint.cache(config(LONG, LONG));
+    validator(&cache).prefetch();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(endpoint.fetches(), 1);
+    assert!(!cache.current().is_empty());
+    assert!(validator(&cache).validate(&token(&signer)).await.is_ok());
+    assert_eq!(endpoint.fetches(), 1);
+
+    // A request overtakes the prefetch (the spawned task has not run yet): one fetch between
+    // them, whichever takes the refresh lock first.
+    let cache = endpoint.cache(config(LONG, LONG));
+    let v = validator(&cache);
+    v.prefetch();
+    assert!(v.validate(&token(&signer)).await.is_ok());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(endpoint.fetches(), 2);
+
+    // A failing prefetch is logged, not fatal: requests fetch again once the rate limit allows.
+    let down = Endpoint::default();
+    let cache = down.cache(config(LONG, Duration::ZERO));
+    validator(&cache).prefetch();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(down.fetches(), 1);
+    down.serve(Some(signer.jwks_json()));
+    assert!(validator(&cache).validate(&token(&signer)).await.is_ok());
+    assert_eq!(down.fetches(), 2);
 }
 
 #[tokio::test]
