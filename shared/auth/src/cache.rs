@@ -133,7 +133,8 @@ impl JwksCache {
 
     /// Fetches unless a fetch was already attempted (by a request, or an earlier call): what a
     /// process runs in the background at init. A request arriving meanwhile waits for this
-    /// fetch and uses its outcome, so the two never fetch twice.
+    /// fetch and uses its outcome, so the two never fetch twice. A failed warm-up does not count
+    /// against the refresh interval: the first request still fetches, as it would without one.
     ///
     /// # Errors
     /// As [`JwksCache::prime`].
@@ -142,7 +143,11 @@ impl JwksCache {
         if self.lock().attempted_at.is_some() {
             return Ok(());
         }
-        self.fetch_and_store().await.map(drop)
+        let result = self.fetch_and_store().await.map(drop);
+        if result.is_err() {
+            self.lock().attempted_at = None;
+        }
+        result
     }
 
     /// The keys currently held (possibly empty or stale).

@@ -106,8 +106,8 @@ impl TokenValidator {
     /// Starts fetching a cached key set on the current Tokio runtime and returns at once
     /// (nothing to do for a static set). The functions call it before attaching the lake, so
     /// the JWKS round trip overlaps the attach instead of delaying the first authenticated
-    /// request ([`JwksCache::warm`]). A failure is only logged: requests then fetch again under
-    /// the cache's rate limit, as after any failed fetch.
+    /// request ([`JwksCache::warm`]). A failure is only logged, and the first request then
+    /// fetches itself, as without a prefetch.
     pub fn prefetch(&self) {
         if let KeySource::Cached(cache) = &self.keys {
             let cache = Arc::clone(cache);

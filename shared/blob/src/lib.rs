@@ -275,8 +275,6 @@ impl BlobConfig {
         }
     }
 
-    /// Reads the settings from the process environment and, when
-    /// [`BLOB_ENCRYPTION_KEY_SECRET_ARN`] is set, fetches the key with the standard AWS chain.
     /// Reads the settings through `get` (a function passes `dq_config::env_lookup`) and fetches
     /// the key through `client` when `BLOB_ENCRYPTION_KEY_SECRET_ARN` is set. What every function
     /// calls at init.
