@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use dq_cloudevent::RawRow;
 use dq_lake::duckdb::{params_from_iter, Connection};
 use dq_lake::Lake;
+use serde::Deserialize;
 
 use crate::Result;
 use dq_tables::keys::FEED_KEYSET;
@@ -37,6 +38,60 @@ pub struct Keyset {
     time: DateTime<Utc>,
     id: String,
     rowid: i64,
+}
+
+/// Where a span stands between its window transactions: its end snapshot and the position
+/// after its last committed window. Every intermediate window writes it into the progress row
+/// (`dq_tables::schema::RESUME_COLUMN`) in its own transaction, so a span cut short by a
+/// deadline, a yield or a killed Lambda continues after its committed rows; the final window
+/// clears it as it moves the cursor. The span keeps its end: a larger one would add rows that
+/// sort before the position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    /// The span's inclusive end snapshot.
+    pub to: i64,
+    /// The position after the last committed window.
+    pub after: Keyset,
+}
+
+/// [`Resume`] as stored: JSON with the time in microseconds (the column's precision), written
+/// by [`Resume::encode`].
+#[derive(Deserialize)]
+struct StoredResume {
+    to: i64,
+    subject: String,
+    time_us: i64,
+    id: String,
+    rowid: i64,
+}
+
+impl Resume {
+    /// The stored text.
+    pub fn encode(&self) -> String {
+        serde_json::json!({
+            "to": self.to,
+            "subject": self.after.subject,
+            "time_us": dq_cloudevent::time::micros(self.after.time),
+            "id": self.after.id,
+            "rowid": self.after.rowid,
+        })
+        .to_string()
+    }
+
+    /// Reads the stored text; `None` when it is not one (the span then starts over, which the
+    /// write-key anti-join makes harmless).
+    pub fn decode(text: &str) -> Option<Resume> {
+        let s: StoredResume = serde_json::from_str(text).ok()?;
+        Some(Resume {
+            to: s.to,
+            after: Keyset {
+                subject: s.subject,
+                time: dq_cloudevent::time::from_micros(s.time_us).ok()?,
+                id: s.id,
+                rowid: s.rowid,
+            },
+        })
+    }
 }
 
 /// One raw row and its keyset position.
@@ -163,4 +218,25 @@ pub fn read_chunk(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resume_round_trips_and_refuses_other_text() {
+        let r = Resume {
+            to: 42,
+            after: Keyset {
+                subject: "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:7".into(),
+                time: dq_cloudevent::time::from_micros(1_750_000_000_123_456).unwrap(),
+                id: "a \"quoted\" id".into(),
+                rowid: 9,
+            },
+        };
+        assert_eq!(Resume::decode(&r.encode()), Some(r));
+        assert_eq!(Resume::decode(""), None);
+        assert_eq!(Resume::decode("{\"to\":1}"), None);
+    }
 }

@@ -111,7 +111,7 @@ pub async fn invoke(
                 m.drain(stop, lease).await?
             } else {
                 let mut run = RunSummary::default();
-                run.push(&m.run_span(lease).await?);
+                run.push(&m.run_span_until(lease, stop).await?);
                 run
             };
             json(serde_json::to_value(summary))

@@ -14,7 +14,7 @@ use dq_lease::{Clock, Lease, LeaseGuard, SystemClock};
 use tracing::{debug, error, info, instrument, warn};
 
 use crate::config::{Config, CONSUMER};
-use crate::feed::{self, FeedRow, Keyset, Source};
+use crate::feed::{self, FeedRow, Keyset, Resume, Source};
 use crate::resolve::{self, Voided};
 use crate::summary::{
     AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
@@ -169,14 +169,31 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// The CAS of a window that read the row with `expected_fence`.
-    fn cas(&self, cursor: Option<(i64, i64)>, expected_fence: Option<i64>) -> ProgressCas {
+    /// The CAS of a window that read the row with `expected_fence`, leaving the span at
+    /// `resume` (see [`ProgressCas::resume`]).
+    fn cas(
+        &self,
+        cursor: Option<(i64, i64)>,
+        expected_fence: Option<i64>,
+        resume: Option<Resume>,
+    ) -> ProgressCas {
         ProgressCas {
             cursor,
             expected_fence,
             fence: self.fence,
+            resume,
         }
     }
+}
+
+/// The cursor row of `lake.ingest_progress`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ProgressRow {
+    cursor: i64,
+    /// The fencing token of its last writer.
+    fence: Option<i64>,
+    /// Where the span in progress stands, if one was cut short.
+    resume: Option<Resume>,
 }
 
 #[derive(Debug, Default)]
@@ -282,6 +299,20 @@ enum Commit {
     Moved,
 }
 
+/// The snapshots and bounds of one span.
+struct SpanPlan {
+    /// The cursor: exclusive lower snapshot.
+    cur: i64,
+    /// Inclusive upper snapshot.
+    to: i64,
+    /// Catalog head when the span started.
+    head: i64,
+    /// The committed position a resumed span continues after.
+    after: Option<Keyset>,
+    /// Stop between windows once this has passed.
+    deadline: Option<Instant>,
+}
+
 /// One window read and decoded.
 struct Window {
     plan: WindowPlan,
@@ -340,43 +371,54 @@ impl Materializer {
     /// The cursor. A missing row is re-seeded and read as 0 (re-decoding is idempotent);
     /// without that self-heal every CAS would match nothing and dq would look caught up forever.
     pub fn cursor(&self) -> Result<i64> {
-        self.progress_row().map(|(cursor, _)| cursor)
+        self.progress_row().map(|row| row.cursor)
     }
 
-    /// The cursor row: `(cursor, fence of its last writer)`, self-healed as in [`Self::cursor`].
-    fn progress_row(&self) -> Result<(i64, Option<i64>)> {
-        let got: Vec<(Option<String>, Option<i64>)> = {
+    /// The cursor row, self-healed as in [`Self::cursor`].
+    fn progress_row(&self) -> Result<ProgressRow> {
+        type Stored = (Option<String>, Option<i64>, Option<String>);
+        let got: Vec<Stored> = {
             let conn = self.lake.conn();
             let mut stmt = conn
                 .prepare(&format!(
-                    "SELECT cursor, {} FROM lake.ingest_progress WHERE partition = ?",
-                    schema::FENCE_COLUMN
+                    "SELECT cursor, {}, {} FROM lake.ingest_progress WHERE partition = ?",
+                    schema::FENCE_COLUMN,
+                    schema::RESUME_COLUMN
                 ))
                 .map_err(|e| self.lake.error("read cursor", e))?;
-            stmt.query_map([CURSOR_PARTITION], |r| Ok((r.get(0)?, r.get(1)?)))
-                .and_then(|rows| rows.collect::<Result<_, _>>())
-                .map_err(|e| self.lake.error("read cursor", e))?
+            stmt.query_map([CURSOR_PARTITION], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .and_then(|rows| rows.collect::<Result<_, _>>())
+            .map_err(|e| self.lake.error("read cursor", e))?
         };
-        match got.first() {
-            None => {
-                error!(
-                    partition = CURSOR_PARTITION,
-                    "cursor row missing, re-seeding at 0"
-                );
-                dq_lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
-                Ok((0, None))
+        let Some((cursor, fence, resume)) = got.into_iter().next() else {
+            error!(
+                partition = CURSOR_PARTITION,
+                "cursor row missing, re-seeding at 0"
+            );
+            dq_lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
+            return Ok(ProgressRow::default());
+        };
+        let cursor = match cursor {
+            None => 0,
+            Some(v) => v.trim().parse().map_err(|_| Error::BadCursor {
+                partition: CURSOR_PARTITION,
+                value: v.clone(),
+            })?,
+        };
+        let resume = resume.and_then(|text| {
+            let r = Resume::decode(&text);
+            if r.is_none() {
+                warn!(%text, "unreadable span position in the progress row; the span starts over");
             }
-            Some((None, fence)) => Ok((0, *fence)),
-            Some((Some(v), fence)) => {
-                v.trim()
-                    .parse()
-                    .map(|cursor| (cursor, *fence))
-                    .map_err(|_| Error::BadCursor {
-                        partition: CURSOR_PARTITION,
-                        value: v.clone(),
-                    })
-            }
-        }
+            r
+        });
+        Ok(ProgressRow {
+            cursor,
+            fence,
+            resume,
+        })
     }
 
     /// `(head, oldest retained, commit time of the oldest snapshot above cur)` in one scan.
@@ -420,14 +462,29 @@ impl Materializer {
         }
     }
 
-    /// Runs one span under `lease`, if given.
+    /// Runs one span under `lease`, if given, to its end.
     pub async fn run_span(&self, lease: Option<&LeaseSession>) -> Result<SpanSummary> {
-        self.run_span_as(Writer::of(lease)?).await
+        self.run_span_until(lease, None).await
     }
 
-    /// Runs one span as `writer`.
+    /// Runs one span under `lease`, if given, stopping between two windows once `deadline` has
+    /// passed ([`Outcome::Paused`]; the next span resumes there). At least one window runs, so
+    /// every invocation makes progress.
+    pub async fn run_span_until(
+        &self,
+        lease: Option<&LeaseSession>,
+        deadline: Option<Instant>,
+    ) -> Result<SpanSummary> {
+        self.run_span_as(Writer::of(lease)?, deadline).await
+    }
+
+    /// Runs one span as `writer` (see [`Self::run_span_until`]).
     #[instrument(skip_all, fields(fence = writer.fence))]
-    pub(crate) async fn run_span_as(&self, writer: Writer<'_>) -> Result<SpanSummary> {
+    pub(crate) async fn run_span_as(
+        &self,
+        writer: Writer<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<SpanSummary> {
         let lease = writer.lease;
         let mut s = SpanSummary {
             lease: lease.map(LeaseSession::info),
@@ -438,7 +495,11 @@ impl Materializer {
             info!("lake.raw_events does not exist yet; caught up");
             return Ok(s);
         }
-        let (cur, fence) = self.progress_row()?;
+        let ProgressRow {
+            cursor: cur,
+            fence,
+            resume,
+        } = self.progress_row()?;
         let (head, oldest, oldest_pending) = self.position(cur)?;
         s.from = cur;
         s.to = cur;
@@ -452,10 +513,23 @@ impl Materializer {
         if oldest > cur + 1 {
             return self.recover_expired(cur, oldest, s);
         }
-        let to = head.min(cur.saturating_add(self.config.max_snapshot_span));
+        // A span cut short continues after its committed windows, over the same snapshots.
+        let resume = resume.filter(|r| r.to > cur && r.to <= head);
+        let to = resume.as_ref().map_or_else(
+            || head.min(cur.saturating_add(self.config.max_snapshot_span)),
+            |r| r.to,
+        );
         s.to = to;
+        s.resumed = resume.is_some();
         let started = Instant::now();
-        match self.decode_span(cur, to, head, writer, fence, &mut s).await {
+        let span = SpanPlan {
+            cur,
+            to,
+            head,
+            after: resume.map(|r| r.after),
+            deadline,
+        };
+        match self.decode_span(&span, writer, fence, &mut s).await {
             Ok(()) => {}
             Err(e @ (Error::TransientBlob(_) | Error::Lease(_) | Error::NoBlobStore { .. })) => {
                 return Err(e)
@@ -497,7 +571,7 @@ impl Materializer {
                 );
                 s.to = cur;
             }
-            Outcome::Yielded => s.to = cur,
+            Outcome::Yielded | Outcome::Paused => s.to = cur,
             Outcome::CursorReset | Outcome::NoRawTable => {}
         }
         self.emit(&metrics::span_metrics(&s));
@@ -511,7 +585,11 @@ impl Materializer {
             self.lake
                 .conn()
                 .execute(
-                    "UPDATE lake.ingest_progress SET cursor = ? WHERE partition = ? AND cursor = ?",
+                    &format!(
+                        "UPDATE lake.ingest_progress SET cursor = ?, {} = NULL \
+                         WHERE partition = ? AND cursor = ?",
+                        schema::RESUME_COLUMN
+                    ),
                     [
                         new.to_string(),
                         CURSOR_PARTITION.to_owned(),
@@ -535,27 +613,27 @@ impl Materializer {
         Ok(s)
     }
 
-    /// Decodes `(cur, to]` window by window. Every window that writes compare-and-swaps the
-    /// progress row from `fence` (as read with the cursor), then from its own token; the final
-    /// window also moves the cursor.
+    /// Decodes `(cur, to]` window by window, after `span.after` when resuming. Every window
+    /// that writes compare-and-swaps the progress row from `fence` (as read with the cursor),
+    /// then from its own token, and records its keyset position; the final window moves the
+    /// cursor and clears the position.
     async fn decode_span(
         &self,
-        cur: i64,
-        to: i64,
-        head: i64,
+        span: &SpanPlan,
         writer: Writer<'_>,
         mut fence: Option<i64>,
         s: &mut SpanSummary,
     ) -> Result<()> {
+        let SpanPlan { cur, to, head, .. } = *span;
         let source = Source::Changes { from: cur, to };
         let mut conn = self.lake.connect()?;
-        let mut after: Option<Keyset> = None;
+        let mut after: Option<Keyset> = span.after.clone();
         let mut oldest_event: Option<DateTime<Utc>> = None;
         loop {
             writer.renew().await?;
             // A waiting maintenance invocation asked for the lease: stop between two window
-            // transactions. The windows committed so far stay; the next drain replays the span
-            // from the cursor and its anti-join finds their rows, so nothing is written twice.
+            // transactions. The windows committed so far stay, and so does their position in
+            // the progress row: the next drain resumes after them.
             if let Some(requester) = writer.yield_requested_by() {
                 info!(%requester, from = cur, to, "yielding the lease to a waiting invocation");
                 s.outcome = Outcome::Yielded;
@@ -566,16 +644,27 @@ impl Materializer {
                 .await?;
             // Reading (blob fetches) and decoding are the long phases: renew before writing.
             writer.renew().await?;
-            if window.exhausted && s.counts.raw_rows == 0 && to >= head {
+            if window.exhausted && s.counts.raw_rows == 0 && to >= head && !s.resumed {
                 // Only dq's own or maintenance snapshots remain: caught up, cursor untouched
                 // (advancing it would mint a snapshot and never catch up).
                 s.outcome = Outcome::CaughtUp;
                 return Ok(());
             }
-            // A window with nothing to write cannot duplicate anything: no fence needed.
-            if window.exhausted || !window.plan.writes_nothing() {
-                let end = if window.exhausted { to } else { cur };
-                window.plan.progress = Some(writer.cas(Some((cur, end)), fence));
+            let pause = !window.exhausted && span.deadline.is_some_and(|d| Instant::now() >= d);
+            // A window with nothing to write cannot duplicate anything: no fence needed, unless
+            // it is the last of this invocation and must record how far the span got.
+            if window.exhausted || pause || !window.plan.writes_nothing() {
+                let (end, resume) = match (&after, window.exhausted) {
+                    (Some(k), false) => (
+                        cur,
+                        Some(Resume {
+                            to,
+                            after: k.clone(),
+                        }),
+                    ),
+                    _ => (to, None),
+                };
+                window.plan.progress = Some(writer.cas(Some((cur, end)), fence, resume));
             }
             match self.commit_window(&mut conn, &window.plan, writer).await? {
                 Commit::Moved => {
@@ -596,6 +685,16 @@ impl Materializer {
             if window.exhausted {
                 s.outcome = Outcome::Committed;
                 s.lag_seconds = oldest_event.map(|t| secs(now(self.clock.as_ref()) - t));
+                return Ok(());
+            }
+            if pause {
+                info!(
+                    from = cur,
+                    to,
+                    windows = s.counts.windows,
+                    "deadline reached mid-span; the next run resumes after the committed windows"
+                );
+                s.outcome = Outcome::Paused;
                 return Ok(());
             }
         }
@@ -767,10 +866,15 @@ impl Materializer {
                         cursor: Some((_, to)),
                         ..
                     },
-                ) = plan.progress.filter(ProgressCas::moves_cursor)
+                ) = plan.progress.as_ref().filter(|c| c.moves_cursor())
                 {
                     // Possibly a lost ack: the row says whether the transaction landed.
-                    if self.progress_row().ok() == Some((to, Some(cas.fence))) {
+                    let landed = ProgressRow {
+                        cursor: *to,
+                        fence: Some(cas.fence),
+                        resume: None,
+                    };
+                    if self.progress_row().ok() == Some(landed) {
                         warn!(to, error = %err, "commit reported an error but the cursor moved; treating as committed");
                         return Ok(Commit::Done(applied));
                     }
@@ -792,13 +896,15 @@ impl Materializer {
     ) -> Result<RunSummary> {
         let mut run = RunSummary::default();
         loop {
-            let span = self.run_span(lease).await?;
+            let span = self.run_span_until(lease, deadline).await?;
             run.push(&span);
             match span.outcome {
                 Outcome::Committed | Outcome::CursorReset => {}
-                Outcome::CaughtUp | Outcome::NoRawTable | Outcome::Moved | Outcome::Yielded => {
-                    break
-                }
+                Outcome::CaughtUp
+                | Outcome::NoRawTable
+                | Outcome::Moved
+                | Outcome::Yielded
+                | Outcome::Paused => break,
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
@@ -858,7 +964,7 @@ impl Materializer {
         }
         let writer = Writer::of(lease)?;
         let mut conn = self.lake.connect()?;
-        let mut fence = self.progress_row()?.1;
+        let mut fence = self.progress_row()?.fence;
         let mut start = from;
         while start < to {
             if out.chunks > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
@@ -914,7 +1020,7 @@ impl Materializer {
             let mut attempts = 0;
             loop {
                 if !window.plan.writes_nothing() {
-                    window.plan.progress = Some(writer.cas(None, *fence));
+                    window.plan.progress = Some(writer.cas(None, *fence, None));
                 }
                 match self.commit_window(conn, &window.plan, writer).await? {
                     Commit::Done(a) => {
@@ -930,7 +1036,7 @@ impl Materializer {
                     Commit::Moved if attempts < CONFLICT_ATTEMPTS => {
                         attempts += 1;
                         tokio::time::sleep(Duration::from_millis(200 * attempts)).await;
-                        *fence = self.progress_row()?.1;
+                        *fence = self.progress_row()?.fence;
                     }
                     Commit::Moved => {
                         return Err(Error::Lake(dq_lake::Error::Config(
@@ -966,7 +1072,7 @@ impl Materializer {
             })?;
         let writer = Writer::of(lease)?;
         let mut conn = self.lake.connect()?;
-        let mut fence = self.progress_row()?.1;
+        let mut fence = self.progress_row()?.fence;
         let mut out = PruneSummary {
             cutoff,
             ..PruneSummary::default()
@@ -1049,7 +1155,7 @@ impl Materializer {
             }
             attempts += 1;
             tokio::time::sleep(Duration::from_millis(200 * attempts)).await;
-            *fence = self.progress_row()?.1;
+            *fence = self.progress_row()?.fence;
         }
     }
 
@@ -1065,7 +1171,7 @@ impl Materializer {
         let tx = conn
             .transaction()
             .map_err(|e| self.lake.error("begin prune", e))?;
-        if !write::swap_progress(&self.lake, &tx, &writer.cas(None, fence))? {
+        if !write::swap_progress(&self.lake, &tx, &writer.cas(None, fence, None))? {
             return Ok(None); // tx dropped: rolled back
         }
         let subjects: BTreeSet<String> = {

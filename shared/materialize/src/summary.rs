@@ -22,8 +22,11 @@ pub enum Outcome {
     /// `lake.raw_events` does not exist yet (dq started before din): caught up.
     NoRawTable,
     /// A waiting maintenance invocation asked for the lease: the span stopped between two window
-    /// transactions (the cursor did not move; the next drain replays the span harmlessly).
+    /// transactions (the cursor did not move; the next drain resumes after the committed windows).
     Yielded,
+    /// The invocation's deadline passed mid-span: it stopped between two window transactions,
+    /// the cursor did not move, and the next span resumes after the committed windows.
+    Paused,
 }
 
 /// Row counts of decoding work (a span, a drain, a backfill).
@@ -102,6 +105,8 @@ pub struct SpanSummary {
     pub to: i64,
     /// Catalog head when the span started.
     pub head: i64,
+    /// True when the span continued after the windows an earlier, cut-short run committed.
+    pub resumed: bool,
     /// Work done.
     #[serde(flatten)]
     pub counts: Counts,
@@ -129,6 +134,8 @@ pub struct RunSummary {
     /// True when the run stopped to let a waiting maintenance invocation take the lease; the
     /// next scheduled run resumes.
     pub yielded: bool,
+    /// True when the deadline stopped the last span between two windows; the next run resumes it.
+    pub paused: bool,
     /// Cursor at the start.
     pub from: i64,
     /// Cursor at the end.
@@ -182,6 +189,10 @@ impl RunSummary {
             }
             Outcome::Yielded => {
                 self.yielded = true;
+                self.to = self.to.max(span.from);
+            }
+            Outcome::Paused => {
+                self.paused = true;
                 self.to = self.to.max(span.from);
             }
         }

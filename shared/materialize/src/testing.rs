@@ -188,7 +188,7 @@ pub async fn run_span_bypassing_lease(
     m: &crate::Materializer,
     fence: i64,
 ) -> crate::Result<crate::SpanSummary> {
-    m.run_span_as(crate::pass::Writer::bypassing_lease(fence))
+    m.run_span_as(crate::pass::Writer::bypassing_lease(fence), None)
         .await
 }
 

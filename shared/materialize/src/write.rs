@@ -20,12 +20,12 @@ use dq_lake::duckdb::arrow::record_batch::RecordBatch;
 use dq_lake::duckdb::Connection;
 use dq_lake::{quote, Lake};
 
-use crate::feed::ts_literal;
+use crate::feed::{ts_literal, Resume};
 use crate::resolve::Voided;
 use crate::{rollup, Error, Result};
 use dq_tables::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_READ_KEY, SIGNAL_WRITE_KEY};
 use dq_tables::schema::{
-    create_sql, CURSOR_PARTITION, EVENT_COLUMNS, FENCE_COLUMN, SIGNAL_COLUMNS,
+    create_sql, CURSOR_PARTITION, EVENT_COLUMNS, FENCE_COLUMN, RESUME_COLUMN, SIGNAL_COLUMNS,
 };
 
 const STAGE_SIGNALS: &str = "_dq_stage_signals";
@@ -60,7 +60,7 @@ impl WindowPlan {
 /// them twice). The comparison on the fence stops a writer whose row was rewritten since it last
 /// looked (a takeover) at its next window. Fences are compared for equality only: tokens of
 /// different leases (a lock file, a DynamoDB item) are not ordered with each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgressCas {
     /// `(from, to)`: the row must hold cursor `from` and gets `to` (equal on an intermediate
     /// window; the span's end on its final window). None: the cursor is not compared (backfill).
@@ -70,6 +70,9 @@ pub struct ProgressCas {
     pub expected_fence: Option<i64>,
     /// This writer's fencing token (its lease's fence), written into the row.
     pub fence: i64,
+    /// Where the span stands after this window (intermediate windows), written with the cursor;
+    /// None clears it (a span's final window). Left alone when `cursor` is None.
+    pub resume: Option<Resume>,
 }
 
 impl ProgressCas {
@@ -347,12 +350,13 @@ pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> 
     let n = match cas.cursor {
         Some((from, to)) => tx.execute(
             &format!(
-                "UPDATE lake.ingest_progress SET cursor = ?, {FENCE_COLUMN} = ? \
+                "UPDATE lake.ingest_progress SET cursor = ?, {FENCE_COLUMN} = ?, {RESUME_COLUMN} = ? \
                  WHERE partition = ? AND cursor = ? AND {FENCE_COLUMN} IS NOT DISTINCT FROM ?"
             ),
             dq_lake::duckdb::params![
                 to.to_string(),
                 cas.fence,
+                cas.resume.as_ref().map(Resume::encode),
                 CURSOR_PARTITION,
                 from.to_string(),
                 cas.expected_fence

@@ -15,6 +15,12 @@ pub const CURSOR_PARTITION: &str = "lake.raw_events#snapshot";
 /// windows always update the same row and DuckLake aborts the later one at commit.
 pub const FENCE_COLUMN: &str = "fence";
 
+/// The `lake.ingest_progress` column holding where a span stands between its window
+/// transactions: the span's end snapshot and the keyset position after its last committed
+/// window, NULL once the span moved the cursor. A span cut short (a deadline, a yield, a killed
+/// Lambda) resumes there instead of re-reading its committed windows.
+pub const RESUME_COLUMN: &str = "span_resume";
+
 const TSTZ: &str = "TIMESTAMP WITH TIME ZONE";
 
 /// A column: name and DuckDB type.
@@ -182,7 +188,7 @@ pub struct SchemaReport {
 }
 
 /// Creates dq's tables where missing, lays out only what lacks a layout, creates and seeds
-/// `lake.ingest_progress` once (adding its fence column to an older catalog), and creates
+/// `lake.ingest_progress` once (adding its fence and resume columns to an older catalog), and creates
 /// `meta.din_consumer_progress` defensively.
 /// Retried on commit conflicts (two writers bootstrapping a fresh catalog).
 pub fn ensure(lake: &Lake) -> dq_lake::Result<SchemaReport> {
@@ -197,19 +203,24 @@ pub fn ensure(lake: &Lake) -> dq_lake::Result<SchemaReport> {
             "create lake.ingest_progress",
             &format!(
                 "CREATE TABLE IF NOT EXISTS lake.ingest_progress \
-                 (partition VARCHAR, cursor VARCHAR, {FENCE_COLUMN} BIGINT)"
+                 (partition VARCHAR, cursor VARCHAR, {FENCE_COLUMN} BIGINT, {RESUME_COLUMN} VARCHAR)"
             ),
         )?;
-        // A catalog created by an older build (or Go dq) lacks the fence: add it once. Probed
+        // A catalog created by an older build (or Go dq) lacks these: add them once. Probed
         // first because every ALTER mints a snapshot and bumps the schema version.
-        if !has_column(lake, "ingest_progress", FENCE_COLUMN)? {
-            lake.exec(
-                "add the fence column to lake.ingest_progress",
-                &format!(
-                    "ALTER TABLE lake.ingest_progress ADD COLUMN IF NOT EXISTS {FENCE_COLUMN} BIGINT"
-                ),
-            )?;
-            report.columns_added.push("ingest_progress.fence");
+        for (column, ty, added) in [
+            (FENCE_COLUMN, "BIGINT", "ingest_progress.fence"),
+            (RESUME_COLUMN, "VARCHAR", "ingest_progress.span_resume"),
+        ] {
+            if !has_column(lake, "ingest_progress", column)? {
+                lake.exec(
+                    "add a column to lake.ingest_progress",
+                    &format!(
+                        "ALTER TABLE lake.ingest_progress ADD COLUMN IF NOT EXISTS {column} {ty}"
+                    ),
+                )?;
+                report.columns_added.push(added);
+            }
         }
         seed_cursor(lake)
     })?;

@@ -176,7 +176,7 @@ fn schema_setup_is_idempotent(backend: Backend) {
 }
 
 /// A catalog whose `lake.ingest_progress` predates the fence (an older build, Go dq) gets the
-/// column once, keeps its rows (the cursor and Go dq's daily watermark), and the cursor columns
+/// fence and resume columns once, keeps its rows (the cursor and Go dq's daily watermark), and the cursor columns
 /// read as before; every window then writes the writer's token into the cursor row.
 fn an_older_progress_table_gets_its_fence_column(backend: Backend) {
     let t = TestLake::new(backend);
@@ -190,8 +190,12 @@ fn an_older_progress_table_gets_its_fence_column(backend: Backend) {
     )
     .unwrap();
     let report = dq_tables::schema::ensure(&lake).unwrap();
-    assert_eq!(report.columns_added, ["ingest_progress.fence"]);
+    assert_eq!(
+        report.columns_added,
+        ["ingest_progress.fence", "ingest_progress.span_resume"]
+    );
     assert!(dq_tables::schema::has_column(&lake, "ingest_progress", "fence").unwrap());
+    assert!(dq_tables::schema::has_column(&lake, "ingest_progress", "span_resume").unwrap());
     let head = dq_lake::progress::head(&lake).unwrap();
     let again = dq_tables::schema::ensure(&lake).unwrap();
     assert!(again.columns_added.is_empty(), "{again:?}");

@@ -8,6 +8,7 @@
 //! - `rollups.rs`: rollups equal the recompute (acceptance 7, property test).
 //! - `parallel.rs`: concurrent materializers on PostgreSQL (acceptance 2).
 //! - `renewal.rs`: lease renewal around slow windows.
+//! - `resume.rs`: spans cut short by the deadline resume after their committed windows.
 //! - `maintenance.rs`: the drain yielding to a waiting maintenance run; chunked prune/backfill.
 //! - `metrics.rs`: the EMF lines of a drain (stage/function dimensions).
 // Integration-test helpers fail their test by panicking, like the #[test] bodies clippy.toml exempts.
@@ -21,6 +22,7 @@ mod metrics;
 mod parallel;
 mod poison;
 mod renewal;
+mod resume;
 mod rollups;
 
 use std::sync::Arc;
