@@ -1174,13 +1174,14 @@ impl<'a> Bench<'a> {
                     }
                     Case::ListEvents | Case::LatestEvent => {
                         let filter = self.filter(case);
-                        let indexes = if case == Case::ListEvents {
-                            db.read(move |r| r.search(&filter, LIST_LIMIT as usize))
+                        // The served path's reads: rows with their payloads in one statement.
+                        let rows = if case == Case::ListEvents {
+                            db.read(move |r| r.search_with_payloads(&filter, LIST_LIMIT as usize))
                                 .await?
                         } else {
-                            vec![db.read(move |r| r.latest(&filter)).await?]
+                            vec![db.read(move |r| r.latest_with_payload(&filter)).await?]
                         };
-                        let events = payloads.resolve(db, &indexes).await?;
+                        let events = payloads.events(rows).await?;
                         Answer::Events(
                             events
                                 .into_iter()

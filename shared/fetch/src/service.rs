@@ -219,6 +219,29 @@ impl FetchApi {
         filter_from_advanced(&options).map_err(|e| status(e, texts))
     }
 
+    /// Up to `limit` (clamped) matches with their payloads, resolved; an empty result is
+    /// NOT_FOUND. One statement reads the rows and their inline payloads.
+    async fn search_events(
+        &self,
+        filter: Filter,
+        limit: i64,
+        texts: &Texts,
+    ) -> Result<Vec<Event>, Status> {
+        let limit = clamp_limit(limit);
+        let rows = self
+            .db
+            .read(move |r| r.search_with_payloads(&filter, limit))
+            .await
+            .map_err(|e| status(e, texts))?;
+        if rows.is_empty() {
+            return Err(status(FetchError::NotFound, texts));
+        }
+        self.payloads
+            .events(rows)
+            .await
+            .map_err(|e| status(e, texts))
+    }
+
     /// Up to `limit` (clamped) matches; an empty result is NOT_FOUND.
     async fn search(
         &self,
@@ -373,11 +396,17 @@ impl FetchService for FetchApi {
             let texts = &LATEST_EVENT;
             let (options, advanced) = (req.options.as_ref(), req.advanced_options.as_ref());
             let filter = self.scoped_filter(&call, options, advanced, texts).await?;
-            let index = self.latest(filter, texts).await?;
-            // Any failure past the search, a vanished row included, is the payload's.
+            let row = self
+                .db
+                .read(move |r| r.latest_with_payload(&filter))
+                .await
+                .map_err(|e| status(e, texts))?;
+            // Any failure past the search is the payload's.
             let event = self
-                .resolve(std::slice::from_ref(&index), &LATEST_OBJECT)
-                .await?
+                .payloads
+                .events(vec![row])
+                .await
+                .map_err(|e| status(e, &LATEST_OBJECT))?
                 .pop()
                 .ok_or_else(|| status(FetchError::MissingRow, &LATEST_OBJECT))?;
             Ok(Response::new(GetLatestCloudEventResponse {
@@ -396,8 +425,7 @@ impl FetchService for FetchApi {
             let texts = &OBJECTS;
             let (options, advanced) = (req.options.as_ref(), req.advanced_options.as_ref());
             let filter = self.scoped_filter(&call, options, advanced, texts).await?;
-            let indexes = self.search(filter, req.limit.into(), texts).await?;
-            let events = self.resolve(&indexes, texts).await?;
+            let events = self.search_events(filter, req.limit.into(), texts).await?;
             Ok(Response::new(ListCloudEventsResponse {
                 cloud_events: events.into_iter().map(event_to_proto).collect(),
             }))

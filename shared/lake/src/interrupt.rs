@@ -8,6 +8,8 @@
 //! dropped, and any later checkout of that request fails with [`Error::Interrupted`]. This is
 //! the one definition of the rule for every reader (the query engine, the cloud-event reader).
 //!
+//! The same scope pins the snapshot the request reads ([`crate::snapshot`]).
+//!
 //! An interrupted statement fails with DuckDB's `INTERRUPT Error`; the connection stays usable
 //! (DuckDB clears the flag when the next statement starts) and goes back to its pool.
 
@@ -17,6 +19,7 @@ use std::time::Duration;
 
 use duckdb::InterruptHandle;
 
+use crate::snapshot::Snapshot;
 use crate::{Error, Result};
 
 /// How often a given-up request repeats the interrupt while one of its statements still runs.
@@ -30,6 +33,8 @@ struct State {
     next_id: u64,
     /// The connections the request has checked out, by registration id.
     running: Vec<(u64, Arc<InterruptHandle>)>,
+    /// The snapshot all of the request's statements read ([`crate::snapshot`]).
+    snapshot: Option<Snapshot>,
 }
 
 impl State {
@@ -113,6 +118,20 @@ pub(crate) fn register(conn: &duckdb::Connection) -> Result<Option<Registration>
     state.running.push((id, conn.interrupt_handle()));
     drop(state);
     Ok(Some(Registration { scope, id }))
+}
+
+/// The snapshot pinned by the request whose reads run on this thread, if any.
+pub(crate) fn pinned() -> Option<Snapshot> {
+    CURRENT.with(|c| c.borrow().as_ref().and_then(|s| s.lock().snapshot))
+}
+
+/// Pins `snapshot` for the request whose reads run on this thread unless it pinned one
+/// already; returns the pinned one (`snapshot` outside a request).
+pub(crate) fn pin(snapshot: Snapshot) -> Snapshot {
+    CURRENT.with(|c| match c.borrow().as_ref() {
+        Some(scope) => *scope.lock().snapshot.get_or_insert(snapshot),
+        None => snapshot,
+    })
 }
 
 /// True when the request whose reads run on this thread was given up (its deadline passed or

@@ -13,6 +13,7 @@
 //! - [`redact`]: masking of credentials in every error and log line.
 //! - [`retry`]: commit-conflict retry.
 //! - [`interruptible`]: a request's reads, interrupted when its caller gives up.
+//! - [`snapshot`]: the one snapshot all statements of a request read.
 //! - `testing` (feature): fresh lakes on both catalog backends for tests.
 #![warn(missing_docs)]
 
@@ -25,6 +26,7 @@ pub mod progress;
 pub mod raw;
 pub mod redact;
 pub mod retry;
+pub mod snapshot;
 #[cfg(feature = "testing")]
 #[allow(clippy::expect_used)] // Test fixtures: a lake that cannot be set up fails the test.
 pub mod testing;
@@ -38,6 +40,7 @@ pub use error::{is_auth_failure, Error, ReadErrorCode, Result, DB_FAILURE};
 pub use interrupt::{given_up, interruptible};
 pub use pool::{is_invalidated, Pool, Pooled, SharedLake};
 pub use redact::Redactor;
+pub use snapshot::{request_snapshot, Snapshot};
 
 /// The DuckLake catalog format version din and dq share. Anything else is refused, never migrated.
 pub const CATALOG_FORMAT_VERSION: &str = "1.0";

@@ -6,11 +6,15 @@
 //! Statement budget per request (independent of how many segments or days there are):
 //! detection (1–2 statements), one ranges aggregation, one ranges event count, at most one
 //! batched LocationsAt; `dailyActivity` adds one more aggregation / event count / LocationsAt
-//! triple for all of its days.
+//! triple for all of its days. Every statement reads the subject's bucket's files directly
+//! where the request's snapshot allows it ([`Engine::with_files`]), and all of them read that
+//! one snapshot.
 
 use crate::aggregate::{case_column, float_expr, location_expr, FloatAgg, Location, LocationAgg};
+use crate::files::FileTable;
 use crate::{subject_predicate, ts_lit, Engine, Error, Result};
 use chrono::{DateTime, TimeDelta};
+use dq_cloudevent::subject_bucket;
 use dq_lake::duckdb::params;
 use dq_lake::quote;
 use dq_segments::signals::{
@@ -21,7 +25,7 @@ use dq_segments::{
     ActiveWindow, DailyActivityRequest, DayWindow, LevelSample, Segment, SegmentsRequest,
     SignalSource, StateChange, TimeRange, Ts, WindowSpec,
 };
-use dq_tables::keys::{events_deduped, signals_deduped};
+use dq_tables::keys::{events_deduped_from, signals_deduped_from};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How far back a gap-fill looks for a fix (`locationGapFillLookback`, ≈ 10 years).
@@ -39,14 +43,18 @@ fn ts(us: i64) -> Ts {
 }
 
 /// `D(<pred>, from, to)` of the [`SignalSource`] docs: deduped, bucket-pruned rows of the
-/// subject (bound as the first parameter) in `[from, to)`.
-fn deduped(subject: &str, pred: &str, from_us: i64, to_us: i64) -> String {
-    signals_deduped(&format!(
-        "{} AND {pred} AND \"timestamp\" >= {} AND \"timestamp\" < {}",
-        subject_predicate(subject),
-        ts_lit(from_us),
-        ts_lit(to_us)
-    ))
+/// subject (bound as the first parameter) in `[from, to)`, read from `relation` (the signals at
+/// the request's snapshot, or their files).
+fn deduped(relation: &str, subject: &str, pred: &str, from_us: i64, to_us: i64) -> String {
+    signals_deduped_from(
+        relation,
+        &format!(
+            "{} AND {pred} AND \"timestamp\" >= {} AND \"timestamp\" < {}",
+            subject_predicate(subject),
+            ts_lit(from_us),
+            ts_lit(to_us)
+        ),
+    )
 }
 
 /// The DuckDB [`SignalSource`]: every method is one statement (ignition: plus the
@@ -61,6 +69,23 @@ impl<'a> LakeSource<'a> {
     pub fn new(engine: &'a Engine) -> Self {
         LakeSource { engine }
     }
+
+    /// One statement over `subject`'s signals, one relation per window.
+    fn signals<const N: usize, T>(
+        &self,
+        context: &str,
+        subject: &str,
+        windows: [(i64, i64); N],
+        run: impl Fn(&dq_lake::duckdb::Connection, &[String; N]) -> dq_lake::duckdb::Result<T>,
+    ) -> Result<T> {
+        self.engine.with_files(
+            context,
+            FileTable::Signals,
+            subject_bucket(subject),
+            windows,
+            run,
+        )
+    }
 }
 
 impl SignalSource for LakeSource<'_> {
@@ -74,29 +99,37 @@ impl SignalSource for LakeSource<'_> {
         spec: WindowSpec,
     ) -> Result<Vec<ActiveWindow>> {
         let win = spec.window_seconds.max(1) * 1_000_000;
-        let sql = format!(
-            "SELECT window_start, count(*) AS signal_count, count(DISTINCT name) AS distinct_count \
-             FROM (SELECT (epoch_us(\"timestamp\") // {win}) * {win} AS window_start, name FROM ({d})) \
-             GROUP BY window_start \
-             HAVING count(*) >= {min_count} AND count(DISTINCT name) >= {min_distinct} \
-             ORDER BY window_start",
-            d = deduped(subject, "true", us(from), us(to)),
-            min_count = spec.min_signal_count,
-            min_distinct = spec.min_distinct_signals,
-        );
-        self.engine.with_conn("windowed signal counts", |c| {
-            let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![subject], |r| {
-                let start: i64 = r.get(0)?;
-                Ok(ActiveWindow {
-                    start: ts(start),
-                    end: ts(start + win),
-                    signal_count: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
-                    distinct_signal_count: r.get::<_, i64>(2)?.try_into().unwrap_or(0),
-                })
-            })?;
-            rows.collect()
-        })
+        let window = [(us(from), us(to))];
+        let sql = |relation: &str| {
+            format!(
+                "SELECT window_start, count(*) AS signal_count, count(DISTINCT name) AS distinct_count \
+                 FROM (SELECT (epoch_us(\"timestamp\") // {win}) * {win} AS window_start, name FROM ({d})) \
+                 GROUP BY window_start \
+                 HAVING count(*) >= {min_count} AND count(DISTINCT name) >= {min_distinct} \
+                 ORDER BY window_start",
+                d = deduped(relation, subject, "true", us(from), us(to)),
+                min_count = spec.min_signal_count,
+                min_distinct = spec.min_distinct_signals,
+            )
+        };
+        self.signals(
+            "windowed signal counts",
+            subject,
+            window,
+            |c, [relation]| {
+                let mut stmt = c.prepare(&sql(relation))?;
+                let rows = stmt.query_map(params![subject], |r| {
+                    let start: i64 = r.get(0)?;
+                    Ok(ActiveWindow {
+                        start: ts(start),
+                        end: ts(start + win),
+                        signal_count: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
+                        distinct_signal_count: r.get::<_, i64>(2)?.try_into().unwrap_or(0),
+                    })
+                })?;
+                rows.collect()
+            },
+        )
     }
 
     fn level_samples(
@@ -106,13 +139,16 @@ impl SignalSource for LakeSource<'_> {
         from: Ts,
         to: Ts,
     ) -> Result<Vec<LevelSample>> {
-        let sql = format!(
-            "SELECT epoch_us(\"timestamp\"), value_number FROM ({}) \
-             WHERE value_number IS NOT NULL ORDER BY \"timestamp\"",
-            deduped(subject, "name = ?", us(from), us(to))
-        );
-        self.engine.with_conn("level samples", |c| {
-            let mut stmt = c.prepare(&sql)?;
+        let window = [(us(from), us(to))];
+        let sql = |relation: &str| {
+            format!(
+                "SELECT epoch_us(\"timestamp\"), value_number FROM ({}) \
+                 WHERE value_number IS NOT NULL ORDER BY \"timestamp\"",
+                deduped(relation, subject, "name = ?", us(from), us(to))
+            )
+        };
+        self.signals("level samples", subject, window, |c, [relation]| {
+            let mut stmt = c.prepare(&sql(relation))?;
             let rows = stmt.query_map(params![subject, name], |r| {
                 Ok(LevelSample::new(ts(r.get(0)?), r.get(1)?))
             })?;
@@ -123,19 +159,25 @@ impl SignalSource for LakeSource<'_> {
     fn ignition_state_changes(&self, subject: &str, from: Ts, to: Ts) -> Result<Vec<StateChange>> {
         let lookback = us(from) - IGNITION_LOOKBACK_DAYS * 86_400 * 1_000_000;
         let name = quote(IGNITION_SIGNAL);
-        let r = format!(
-            "r AS (SELECT \"timestamp\", value_number FROM ({}))",
-            deduped(
-                subject,
-                &format!("name = {name} AND value_number IS NOT NULL"),
-                lookback,
-                us(to)
+        let r = |relation: &str| {
+            format!(
+                "r AS (SELECT \"timestamp\", value_number FROM ({}))",
+                deduped(
+                    relation,
+                    subject,
+                    &format!("name = {name} AND value_number IS NOT NULL"),
+                    lookback,
+                    us(to)
+                )
             )
-        );
+        };
         let from_lit = ts_lit(us(from));
-        let sql = format!(
-            "WITH {r}, \
-             prior AS (SELECT value_number FROM lake.signals WHERE {subj} AND name = {name} \
+        // `prior` reads everything before the look-back: its own relation.
+        let windows = [(lookback, us(to)), (i64::MIN, lookback)];
+        let sql = |[recent, before]: &[String; 2]| {
+            format!(
+                "WITH {r}, \
+             prior AS (SELECT value_number FROM {before} WHERE {subj} AND name = {name} \
                        AND value_number IS NOT NULL AND \"timestamp\" < {lb} \
                        ORDER BY \"timestamp\" DESC, cloud_event_id LIMIT 1), \
              t AS (SELECT \"timestamp\", value_number AS new_state, \
@@ -148,30 +190,43 @@ impl SignalSource for LakeSource<'_> {
                WHERE new_state <> prev_state AND \"timestamp\" < {from_lit} \
                ORDER BY \"timestamp\" DESC LIMIT 1) \
              ORDER BY ts",
-            subj = subject_predicate(subject),
-            lb = ts_lit(lookback),
-        );
-        let changes = self.engine.with_conn("ignition state changes", |c| {
-            let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![subject, subject], |r| {
-                Ok(StateChange {
-                    ts: ts(r.get(0)?),
-                    new_state: r.get(1)?,
-                    prev_state: r.get(2)?,
-                })
-            })?;
-            rows.collect::<Result<Vec<_>, _>>()
-        })?;
+                r = r(recent),
+                subj = subject_predicate(subject),
+                lb = ts_lit(lookback),
+            )
+        };
+        let changes = self.signals(
+            "ignition state changes",
+            subject,
+            windows,
+            |c, relations| {
+                let mut stmt = c.prepare(&sql(relations))?;
+                let rows = stmt.query_map(params![subject, subject], |r| {
+                    Ok(StateChange {
+                        ts: ts(r.get(0)?),
+                        new_state: r.get(1)?,
+                        prev_state: r.get(2)?,
+                    })
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()
+            },
+        )?;
         if !changes.is_empty() {
             return Ok(changes);
         }
-        let probe = format!(
-            "WITH {r} SELECT coalesce(arg_max(value_number, \"timestamp\") = 1, false), \
-             epoch_us(min(\"timestamp\")) FROM r"
-        );
+        let probe = |relation: &str| {
+            format!(
+                "WITH {} SELECT coalesce(arg_max(value_number, \"timestamp\") = 1, false), \
+                 epoch_us(min(\"timestamp\")) FROM r",
+                r(relation)
+            )
+        };
+        let window = [(lookback, us(to))];
         let (on, first): (bool, Option<i64>) =
-            self.engine.with_conn("ignition synthetic on", |c| {
-                c.query_row(&probe, params![subject], |r| Ok((r.get(0)?, r.get(1)?)))
+            self.signals("ignition synthetic on", subject, window, |c, [relation]| {
+                c.query_row(&probe(relation), params![subject], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
             })?;
         Ok(match (on, first) {
             (true, Some(first)) => vec![StateChange::synthetic_on(ts(first))],
@@ -194,7 +249,9 @@ impl SignalSource for LakeSource<'_> {
             0.0
         };
         let gap_us = max_gap_seconds.saturating_mul(1_000_000);
-        let sql = format!(
+        let window = [(us(from), us(to))];
+        let sql = |relation: &str| {
+            format!(
             "WITH s AS (SELECT \"timestamp\", value_number > 0 AND value_number <= {rpm:?} AS idle \
                         FROM ({d}) WHERE value_number IS NOT NULL), \
              l AS (SELECT \"timestamp\", idle, lag(idle) OVER w AS prev_idle, \
@@ -206,10 +263,11 @@ impl SignalSource for LakeSource<'_> {
                    FROM l WHERE idle) \
              SELECT epoch_us(min(\"timestamp\")), epoch_us(max(\"timestamp\")) FROM i \
              GROUP BY island ORDER BY 1",
-            d = deduped(subject, "name = ?", us(from), us(to)),
-        );
-        self.engine.with_conn("idle runs", |c| {
-            let mut stmt = c.prepare(&sql)?;
+            d = deduped(relation, subject, "name = ?", us(from), us(to)),
+            )
+        };
+        self.signals("idle runs", subject, window, |c, [relation]| {
+            let mut stmt = c.prepare(&sql(relation))?;
             let rows = stmt.query_map(params![subject, name], |r| {
                 Ok(TimeRange::new(ts(r.get(0)?), ts(r.get(1)?)))
             })?;
@@ -302,8 +360,10 @@ impl Engine {
                 .map(|(i, (_, a))| (LOCATION, i, location_expr(*a, col)))
                 .collect()
         };
-        let sql = format!(
-            "WITH req(signal_type, signal_index, name) AS (VALUES {values}), \
+        let window = [(gfrom, gto)];
+        let sql = |relation: &str| {
+            format!(
+                "WITH req(signal_type, signal_index, name) AS (VALUES {values}), \
              rows AS ( \
                SELECT r.signal_type, r.signal_index, s.\"timestamp\", s.value_number, \
                       s.loc_lat, s.loc_lon, s.loc_hdop, s.loc_heading, random() AS rnd, \
@@ -314,38 +374,45 @@ impl Engine {
                AND (signal_type = {LOCATION} OR value_number IS NOT NULL) \
              GROUP BY range_index, signal_type, signal_index \
              ORDER BY range_index, signal_type, signal_index",
-            values = values.join(", "),
-            case = range_case("s.\"timestamp\"", ranges),
-            dedup = deduped(
-                subject,
-                &format!("name IN ({})", names.join(", ")),
-                gfrom,
-                gto
-            ),
-            f = case_column(&f, "0::DOUBLE"),
-            lat = case_column(&loc("loc_lat"), "0::DOUBLE"),
-            lon = case_column(&loc("loc_lon"), "0::DOUBLE"),
-            hdop = case_column(&loc("loc_hdop"), "0::DOUBLE"),
-            heading = case_column(&loc("loc_heading"), "0::DOUBLE"),
-        );
-        let rows = self.with_conn("ranges aggregation", |c| {
-            let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![subject], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, f64>(3)?,
-                    Location {
-                        latitude: r.get(4)?,
-                        longitude: r.get(5)?,
-                        hdop: r.get(6)?,
-                        heading: r.get(7)?,
-                    },
-                ))
-            })?;
-            rows.collect::<Result<Vec<_>, _>>()
-        })?;
+                values = values.join(", "),
+                case = range_case("s.\"timestamp\"", ranges),
+                dedup = deduped(
+                    relation,
+                    subject,
+                    &format!("name IN ({})", names.join(", ")),
+                    gfrom,
+                    gto
+                ),
+                f = case_column(&f, "0::DOUBLE"),
+                lat = case_column(&loc("loc_lat"), "0::DOUBLE"),
+                lon = case_column(&loc("loc_lon"), "0::DOUBLE"),
+                hdop = case_column(&loc("loc_hdop"), "0::DOUBLE"),
+                heading = case_column(&loc("loc_heading"), "0::DOUBLE"),
+            )
+        };
+        let rows = LakeSource::new(self).signals(
+            "ranges aggregation",
+            subject,
+            window,
+            |c, [relation]| {
+                let mut stmt = c.prepare(&sql(relation))?;
+                let rows = stmt.query_map(params![subject], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, f64>(3)?,
+                        Location {
+                            latitude: r.get(4)?,
+                            longitude: r.get(5)?,
+                            hdop: r.get(6)?,
+                            heading: r.get(7)?,
+                        },
+                    ))
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()
+            },
+        )?;
         for (range, kind, idx, v, l) in rows {
             let (Ok(range), Ok(idx)) = (usize::try_from(range), usize::try_from(idx)) else {
                 continue;
@@ -391,24 +458,34 @@ impl Engine {
                 set.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
-        let sql = format!(
-            "SELECT range_index, name, count(*) FROM \
-             (SELECT name, {case} AS range_index FROM ({events})) \
-             WHERE range_index >= 0 GROUP BY range_index, name ORDER BY range_index, name",
-            case = range_case("\"timestamp\"", ranges),
-            events = events_deduped(&inner),
-        );
-        let rows = self.with_conn("ranges event counts", |c| {
-            let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![subject], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                ))
-            })?;
-            rows.collect::<Result<Vec<_>, _>>()
-        })?;
+        let sql = |relation: &str| {
+            format!(
+                "SELECT range_index, name, count(*) FROM \
+                 (SELECT name, {case} AS range_index FROM ({events})) \
+                 WHERE range_index >= 0 GROUP BY range_index, name ORDER BY range_index, name",
+                case = range_case("\"timestamp\"", ranges),
+                events = events_deduped_from(relation, &inner),
+            )
+        };
+        let window = [(gfrom, gto)];
+        let bucket = subject_bucket(subject);
+        let rows = self.with_files(
+            "ranges event counts",
+            FileTable::Events,
+            bucket,
+            window,
+            |c, [relation]| {
+                let mut stmt = c.prepare(&sql(relation))?;
+                let rows = stmt.query_map(params![subject], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()
+            },
+        )?;
         for (range, name, n) in rows {
             if let Some(slot) = usize::try_from(range).ok().and_then(|r| out.get_mut(r)) {
                 slot.insert(name, n);
@@ -439,21 +516,31 @@ impl Engine {
             .enumerate()
             .map(|(i, t)| format!("({i}, {})", ts_lit(*t)))
             .collect();
-        let fixes = signals_deduped(&format!(
-            "{} AND name = {} AND (loc_lat != 0 OR loc_lon != 0) \
-             AND \"timestamp\" >= {} AND \"timestamp\" <= {}",
-            subject_predicate(subject),
-            quote(LOCATION_SIGNAL),
-            ts_lit(min.saturating_sub(lookback)),
-            ts_lit(max)
-        ));
-        let sql = format!(
-            "WITH probe(idx, ts) AS (VALUES {values}), \
-             fixes AS (SELECT \"timestamp\", loc_lat, loc_lon, loc_hdop, loc_heading FROM ({fixes})) \
-             SELECT p.idx, epoch_us(f.\"timestamp\"), f.loc_lat, f.loc_lon, f.loc_hdop, f.loc_heading \
-             FROM probe p ASOF LEFT JOIN fixes f ON p.ts >= f.\"timestamp\" ORDER BY p.idx",
-            values = values.join(", ")
-        );
+        let floor = min.saturating_sub(lookback);
+        let fixes = |relation: &str| {
+            signals_deduped_from(
+                relation,
+                &format!(
+                    "{} AND name = {} AND (loc_lat != 0 OR loc_lon != 0) \
+                     AND \"timestamp\" >= {} AND \"timestamp\" <= {}",
+                    subject_predicate(subject),
+                    quote(LOCATION_SIGNAL),
+                    ts_lit(floor),
+                    ts_lit(max)
+                ),
+            )
+        };
+        let sql = |relation: &str| {
+            format!(
+                "WITH probe(idx, ts) AS (VALUES {values}), \
+                 fixes AS (SELECT \"timestamp\", loc_lat, loc_lon, loc_hdop, loc_heading FROM ({fixes})) \
+                 SELECT p.idx, epoch_us(f.\"timestamp\"), f.loc_lat, f.loc_lon, f.loc_hdop, f.loc_heading \
+                 FROM probe p ASOF LEFT JOIN fixes f ON p.ts >= f.\"timestamp\" ORDER BY p.idx",
+                values = values.join(", "),
+                fixes = fixes(relation)
+            )
+        };
+        let window = [(floor, max.saturating_add(1))];
         type Row = (
             i64,
             Option<i64>,
@@ -462,20 +549,21 @@ impl Engine {
             Option<f64>,
             Option<f64>,
         );
-        let rows: Vec<Row> = self.with_conn("locations at", |c| {
-            let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![subject], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
+        let rows: Vec<Row> =
+            LakeSource::new(self).signals("locations at", subject, window, |c, [relation]| {
+                let mut stmt = c.prepare(&sql(relation))?;
+                let rows = stmt.query_map(params![subject], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                })?;
+                rows.collect()
             })?;
-            rows.collect()
-        })?;
         for (idx, fix_ts, lat, lon, hdop, heading) in rows {
             let Some((probe, slot)) = usize::try_from(idx)
                 .ok()
@@ -840,7 +928,7 @@ mod tests {
 
     #[test]
     fn deduped_reads_keep_the_bucket_inside_the_dedup() {
-        let sql = deduped("did:x", "name = ?", 0, 60);
+        let sql = deduped("lake.signals", "did:x", "name = ?", 0, 60);
         let qualify = sql.find("QUALIFY").unwrap();
         assert!(sql[..qualify].contains("subject_bucket = "));
         assert!(sql[..qualify].contains("name = ?"));

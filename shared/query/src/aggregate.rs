@@ -2,6 +2,7 @@
 //! SQL statement — deduped, bucket-pruned rows joined to an inline VALUES table of requests,
 //! grouped by (`from`-aligned bucket, request kind, request index).
 
+use crate::files::FileTable;
 use crate::filter::{FloatFilter, LocationFilter};
 use crate::{check_window, source_address, subject_predicate, ts_lit, Engine, Error, Result};
 use dq_cloudevent::subject_bucket;
@@ -356,26 +357,33 @@ impl Engine {
             return Ok(Vec::new());
         }
         let sql = aggregate_sql(req)?;
-        let window = (subject_bucket(&req.subject), req.from_us, req.to_us);
-        let rows = self.with_signals("aggregate signals", window, |c, relation| {
-            let mut stmt = c.prepare(&sql.over(relation))?;
-            let rows = stmt.query_map(params![req.subject], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, f64>(3)?,
-                    r.get::<_, String>(4)?,
-                    Location {
-                        latitude: r.get(5)?,
-                        longitude: r.get(6)?,
-                        hdop: r.get(7)?,
-                        heading: r.get(8)?,
-                    },
-                ))
-            })?;
-            rows.collect::<Result<Vec<_>, _>>()
-        })?;
+        let bucket = subject_bucket(&req.subject);
+        let window = [(req.from_us, req.to_us)];
+        let rows = self.with_files(
+            "aggregate signals",
+            FileTable::Signals,
+            bucket,
+            window,
+            |c, [relation]| {
+                let mut stmt = c.prepare(&sql.over(relation))?;
+                let rows = stmt.query_map(params![req.subject], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, f64>(3)?,
+                        r.get::<_, String>(4)?,
+                        Location {
+                            latitude: r.get(5)?,
+                            longitude: r.get(6)?,
+                            hdop: r.get(7)?,
+                            heading: r.get(8)?,
+                        },
+                    ))
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()
+            },
+        )?;
         let mut out: Vec<Bucket> = Vec::new();
         for (bucket, kind, idx, f, s, loc) in rows {
             if out.last().is_none_or(|b| b.timestamp_us != bucket) {

@@ -1,11 +1,14 @@
 //! Events: the newest-first list over R2-deduped `lake.events`, and the
 //! per-name summaries from `lake.events_latest` with the base-scan fallback.
 
+use crate::files::FileTable;
 use crate::filter::{ArrayFilter, StringFilter};
 use crate::{check_subject, check_window, subject_predicate, ts_lit, Engine, Error, Result};
+use dq_cloudevent::subject_bucket;
 use dq_lake::duckdb::params;
-use dq_tables::keys::events_deduped;
-use dq_tables::latest::events_latest_select;
+use dq_lake::Snapshot;
+use dq_tables::keys::events_deduped_from;
+use dq_tables::latest::events_latest_over;
 
 /// `EventFilter`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -123,25 +126,35 @@ impl Engine {
         outer.extend(req.filter.name.as_ref().and_then(|f| f.sql("name")));
         outer.extend(req.filter.source.as_ref().and_then(|f| f.sql("source")));
         outer.extend(req.filter.tags.as_ref().and_then(|f| f.sql("tags")));
-        let sql = format!(
-            "SELECT epoch_us(\"timestamp\"), name, coalesce(source, ''), coalesce(duration_ns, 0), \
-             coalesce(metadata, '') FROM ({}) WHERE {} ORDER BY \"timestamp\" DESC",
-            events_deduped(&inner),
-            outer.join(" AND ")
-        );
-        self.with_conn("events", |c| {
-            let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![req.subject], |r| {
-                Ok(Event {
-                    timestamp_us: r.get(0)?,
-                    name: r.get(1)?,
-                    source: r.get(2)?,
-                    duration_ns: r.get(3)?,
-                    metadata: r.get(4)?,
-                })
-            })?;
-            rows.collect()
-        })
+        let sql = |relation: &str| {
+            format!(
+                "SELECT epoch_us(\"timestamp\"), name, coalesce(source, ''), coalesce(duration_ns, 0), \
+                 coalesce(metadata, '') FROM ({}) WHERE {} ORDER BY \"timestamp\" DESC",
+                events_deduped_from(relation, &inner),
+                outer.join(" AND ")
+            )
+        };
+        let bucket = subject_bucket(&req.subject);
+        let window = [(req.from_us, req.to_us)];
+        self.with_files(
+            "events",
+            FileTable::Events,
+            bucket,
+            window,
+            |c, [relation]| {
+                let mut stmt = c.prepare(&sql(relation))?;
+                let rows = stmt.query_map(params![req.subject], |r| {
+                    Ok(Event {
+                        timestamp_us: r.get(0)?,
+                        name: r.get(1)?,
+                        source: r.get(2)?,
+                        duration_ns: r.get(3)?,
+                        metadata: r.get(4)?,
+                    })
+                })?;
+                rows.collect()
+            },
+        )
     }
 
     /// Per-name event summaries (sorted by name): the rollup, or the deduped base when the
@@ -154,19 +167,30 @@ impl Engine {
         let filter = subject_predicate(subject);
         let mut out = Vec::new();
         if self.table_exists(&self.has_events_rollup, "events_latest")? {
-            out = self.summaries(&format!("lake.events_latest WHERE {filter}"), subject)?;
+            out = self.summaries(subject, |s| {
+                format!("{} WHERE {filter}", s.table("events_latest"))
+            })?;
         }
         if out.is_empty() {
-            out = self.summaries(&format!("({})", events_latest_select(&filter)), subject)?;
+            out = self.summaries(subject, |s| {
+                let deduped = events_deduped_from(&s.table("events"), &filter);
+                format!("({})", events_latest_over(&deduped))
+            })?;
         }
         Ok(out)
     }
 
-    fn summaries(&self, from: &str, subject: &str) -> Result<Vec<EventSummary>> {
-        let sql = format!(
-            "SELECT name, \"count\", epoch_us(first_seen), epoch_us(last_seen) FROM {from} ORDER BY name"
-        );
-        self.with_conn("event summaries", |c| {
+    /// The summaries read from the relation `from` names at the request's snapshot.
+    fn summaries(
+        &self,
+        subject: &str,
+        from: impl FnOnce(Snapshot) -> String,
+    ) -> Result<Vec<EventSummary>> {
+        self.with_snapshot("event summaries", |c, snapshot| {
+            let sql = format!(
+                "SELECT name, \"count\", epoch_us(first_seen), epoch_us(last_seen) FROM {} ORDER BY name",
+                from(snapshot)
+            );
             let mut stmt = c.prepare(&sql)?;
             let rows = stmt.query_map(params![subject], |r| {
                 Ok(EventSummary {

@@ -1,30 +1,36 @@
-//! Direct reads of `lake.signals`: its file list read from the catalog once per snapshot.
+//! Direct reads of `lake.signals` and `lake.events`: a table's file list read from the catalog
+//! once per snapshot.
 //!
 //! A DuckLake scan lists every live file of the table, with its statistics, from the catalog on
 //! every query, so a one-vehicle read costs time proportional to the whole table's file count
 //! (measured: ~20 ms of a 22 ms read on a file catalog with 3,570 files, ~90 ms on PostgreSQL)
 //! although it opens only the few files of one `subject_bucket` and a few days. Data files are
 //! immutable and a snapshot id fixes a table's file list, so a list loaded for snapshot S is exact
-//! for as long as S is the newest snapshot: every read checks that first (one lookup of the
-//! newest snapshot id) and reloads the list when a commit moved it. The read then scans only the
+//! for every read of S: a read takes its request's pinned snapshot ([`dq_lake::request_snapshot`])
+//! and loads the list when no cached one is of that snapshot. The read then scans only the
 //! subject's bucket's files whose day partition meets the window, with `read_parquet`, under the
 //! same SQL. Nothing is cached beyond the snapshot's own metadata, so answers equal the DuckLake
 //! scan's (tests pin it).
 //!
 //! Whatever a plain parquet read would not reproduce exactly sends the read back to the DuckLake
 //! scan: a selected file with a delete file, an encryption key or a column mapping; a bucket
-//! with inlined rows; a listing that does not match DuckLake's own; no file to read.
+//! with inlined rows; a listing that does not match DuckLake's own. A read with no file to read
+//! scans an empty relation of the table's columns: the DuckLake scan would find no row either.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, NaiveDate};
 use dq_lake::duckdb::{self, Connection};
-use dq_lake::quote;
+use dq_lake::snapshot::METADATA as META;
+use dq_lake::{quote, Snapshot};
+use dq_tables::schema::{EVENT_COLUMNS, SIGNAL_COLUMNS};
 
-/// The DuckLake metadata catalog of the database attached as `lake`.
-const META: &str = "__ducklake_metadata_lake";
-/// dq's partition spec of `lake.signals`, as `transform:column` by key.
+/// Listings kept per table: the newest two snapshots, so requests pinned on either side of a
+/// commit do not reload each other's.
+const CACHED_LISTINGS: usize = 2;
+
+/// dq's partition spec of `lake.signals` and `lake.events`, as `transform:column` by key.
 const LAYOUT: [&str; 4] = [
     "identity:subject_bucket",
     "year:timestamp",
@@ -32,10 +38,43 @@ const LAYOUT: [&str; 4] = [
     "day:timestamp",
 ];
 
-/// The snapshot-validated file list of `lake.signals`, shared by every reader of an engine.
-#[derive(Default)]
-pub(crate) struct SignalFiles {
-    listing: Mutex<Option<Arc<Listing>>>,
+/// A table read directly from its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileTable {
+    /// `lake.signals`.
+    Signals,
+    /// `lake.events`.
+    Events,
+}
+
+impl FileTable {
+    /// The table's name in the `lake` schema `main`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            FileTable::Signals => "signals",
+            FileTable::Events => "events",
+        }
+    }
+
+    /// A relation with the table's columns, types included, and no rows.
+    fn empty(self) -> String {
+        let columns: &[(&str, &str)] = match self {
+            FileTable::Signals => &SIGNAL_COLUMNS,
+            FileTable::Events => &EVENT_COLUMNS,
+        };
+        let list: Vec<String> = columns
+            .iter()
+            .map(|(name, ty)| format!("CAST(NULL AS {ty}) AS \"{name}\""))
+            .collect();
+        format!("(SELECT {} LIMIT 0)", list.join(", "))
+    }
+}
+
+/// The per-snapshot file lists of one table, shared by every reader of an engine.
+pub(crate) struct TableFiles {
+    table: FileTable,
+    /// Newest snapshot first.
+    listings: Mutex<Vec<Arc<Listing>>>,
 }
 
 /// The table's files at one snapshot.
@@ -74,12 +113,14 @@ impl Listing {
     }
 
     /// The files a read of `bucket` over `[from_us, to_us)` must scan, or `None` when only the
-    /// DuckLake scan answers it exactly.
+    /// DuckLake scan answers it exactly. A `from_us` before any representable day reads from
+    /// the first file (an unbounded look-back).
     fn select(&self, bucket: i32, from_us: i64, to_us: i64) -> Option<Vec<&str>> {
         if !self.usable || self.inlined.contains(&bucket) {
             return None;
         }
-        let first = DateTime::from_timestamp_micros(from_us)?.date_naive();
+        let first =
+            DateTime::from_timestamp_micros(from_us).map_or(NaiveDate::MIN, |t| t.date_naive());
         let last = DateTime::from_timestamp_micros(to_us.checked_sub(1)?)?.date_naive();
         let in_window = |f: &&DataFile| f.day.is_none_or(|d| d >= first && d <= last);
         let files: Vec<&DataFile> = self
@@ -90,56 +131,71 @@ impl Listing {
             .filter(in_window)
             .chain(&self.unpartitioned)
             .collect();
-        if files.is_empty() || files.iter().any(|f| !f.plain) {
+        if files.iter().any(|f| !f.plain) {
             return None;
         }
         Some(files.iter().map(|f| f.path.as_str()).collect())
     }
 }
 
-impl SignalFiles {
-    /// The relation a read of `bucket` over `[from_us, to_us)` scans in place of
-    /// `lake.signals` — `read_parquet([…])` over its files at the newest snapshot — or `None`
-    /// for the DuckLake scan.
+impl TableFiles {
+    /// No listing loaded yet.
+    pub(crate) fn new(table: FileTable) -> TableFiles {
+        TableFiles {
+            table,
+            listings: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The relations reads of `bucket` over each of `windows` (`[from_us, to_us)`) scan in
+    /// place of the table at `snapshot` — `read_parquet([…])` over its files — or `None` when
+    /// any of them needs the DuckLake scan.
     ///
     /// # Errors
     /// Catalog reads failed (the caller falls back to the DuckLake scan).
-    pub(crate) fn relation(
+    pub(crate) fn relations<const N: usize>(
         &self,
         conn: &Connection,
+        snapshot: Snapshot,
         bucket: i32,
-        from_us: i64,
-        to_us: i64,
-    ) -> duckdb::Result<Option<String>> {
-        let snapshot: i64 = conn.query_row(
-            &format!("SELECT max(snapshot_id) FROM {META}.ducklake_snapshot"),
-            [],
-            |r| r.get(0),
-        )?;
+        windows: [(i64, i64); N],
+    ) -> duckdb::Result<Option<[String; N]>> {
         let listing = self.at(conn, snapshot)?;
-        Ok(listing.select(bucket, from_us, to_us).map(|paths| {
-            let list: Vec<String> = paths.into_iter().map(quote).collect();
-            format!("read_parquet([{}])", list.join(", "))
-        }))
+        let relations = windows.map(|(from_us, to_us)| {
+            listing.select(bucket, from_us, to_us).map(|paths| {
+                if paths.is_empty() {
+                    return self.table.empty();
+                }
+                let list: Vec<String> = paths.into_iter().map(quote).collect();
+                format!("read_parquet([{}])", list.join(", "))
+            })
+        });
+        if relations.iter().any(Option::is_none) {
+            return Ok(None);
+        }
+        Ok(Some(relations.map(Option::unwrap_or_default)))
     }
 
-    /// The listing at `snapshot`, loaded unless it is the cached one. One loader at a time: the
-    /// others wait for its result instead of loading the same snapshot again.
-    fn at(&self, conn: &Connection, snapshot: i64) -> duckdb::Result<Arc<Listing>> {
-        let mut cached = self.listing.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(l) = cached.as_ref().filter(|l| l.snapshot == snapshot) {
+    /// The listing at `snapshot`, loaded unless cached. One loader at a time: the others wait
+    /// for its result instead of loading the same snapshot again.
+    fn at(&self, conn: &Connection, snapshot: Snapshot) -> duckdb::Result<Arc<Listing>> {
+        let mut cached = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(l) = cached.iter().find(|l| l.snapshot == snapshot.0) {
             return Ok(Arc::clone(l));
         }
         let started = std::time::Instant::now();
-        let listing = Arc::new(load(conn, snapshot)?);
+        let listing = Arc::new(load(conn, self.table, snapshot.0)?);
         tracing::debug!(
-            snapshot,
+            table = self.table.name(),
+            snapshot = snapshot.0,
             usable = listing.usable,
             buckets = listing.by_bucket.len(),
             took_ms = started.elapsed().as_millis() as u64,
-            "signal file listing loaded"
+            "file listing loaded"
         );
-        *cached = Some(Arc::clone(&listing));
+        cached.push(Arc::clone(&listing));
+        cached.sort_by_key(|l| std::cmp::Reverse(l.snapshot));
+        cached.truncate(CACHED_LISTINGS);
         Ok(listing)
     }
 }
@@ -152,14 +208,15 @@ fn live(alias: &str, snapshot: i64) -> String {
     )
 }
 
-fn load(conn: &Connection, s: i64) -> duckdb::Result<Listing> {
+fn load(conn: &Connection, table: FileTable, s: i64) -> duckdb::Result<Listing> {
+    let name = table.name();
     let mut listing = Listing::unusable(s);
     let table: Option<i64> = conn
         .query_row(
             &format!(
                 "SELECT t.table_id FROM {META}.ducklake_table t \
                  JOIN {META}.ducklake_schema sc ON sc.schema_id = t.schema_id \
-                 WHERE sc.schema_name = 'main' AND t.table_name = 'signals' AND {} AND {}",
+                 WHERE sc.schema_name = 'main' AND t.table_name = '{name}' AND {} AND {}",
                 live("t", s),
                 live("sc", s)
             ),
@@ -227,7 +284,7 @@ fn load(conn: &Connection, s: i64) -> duckdb::Result<Listing> {
     // DuckLake's own listing at S: resolved paths, delete files, encryption.
     let mut stmt = conn.prepare(&format!(
         "SELECT data_file, delete_file IS NULL AND data_file_encryption_key IS NULL \
-         FROM ducklake_list_files('lake', 'signals', schema => 'main', snapshot_version => {s})"
+         FROM ducklake_list_files('lake', '{name}', schema => 'main', snapshot_version => {s})"
     ))?;
     let files = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?;
     let mut matched = 0usize;
@@ -364,7 +421,11 @@ mod tests {
         let day = (us(2025, 6, 2, 0), us(2025, 6, 3, 0));
         assert_eq!(l.select(4, day.0, day.1), None, "delete file");
         assert_eq!(l.select(5, day.0, day.1), None, "inlined rows");
-        assert_eq!(l.select(6, day.0, day.1), None, "no file");
+        assert_eq!(
+            l.select(6, day.0, day.1),
+            Some(vec![]),
+            "no file: nothing to read"
+        );
         l.unpartitioned.push(file("u", None, true));
         assert_eq!(l.select(6, day.0, day.1), Some(vec!["u"]));
         assert_eq!(l.select(3, day.0, day.1), Some(vec!["b", "u"]));

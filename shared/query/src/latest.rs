@@ -8,7 +8,8 @@ use crate::aggregate::Location;
 use crate::{check_subject, subject_predicate, Engine, Result};
 use dq_lake::duckdb::params;
 use dq_lake::quote;
-use dq_tables::latest::signals_latest_select;
+use dq_tables::keys::signals_deduped_from;
+use dq_tables::latest::signals_latest_over;
 
 /// One rollup row (a `lake.signals_latest` row or its recompute).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -61,24 +62,25 @@ impl Engine {
             let list: Vec<String> = names.iter().map(|n| quote(n)).collect();
             filter.push(format!("name IN ({})", list.join(", ")));
         }
-        let from = match source {
-            None if self.table_exists(&self.has_signals_rollup, "signals_latest")? => {
-                format!("lake.signals_latest WHERE {}", filter.join(" AND "))
-            }
-            _ => {
-                if let Some(src) = source {
-                    filter.push(format!("source = {}", quote(src)));
-                }
-                format!("({})", signals_latest_select(&filter.join(" AND ")))
-            }
-        };
-        let sql = format!(
-            "SELECT name, epoch_us(\"timestamp\"), coalesce(value_number, 0), coalesce(value_string, ''), \
-             coalesce(loc_lat, 0), coalesce(loc_lon, 0), coalesce(loc_hdop, 0), coalesce(loc_heading, 0), \
-             coalesce(epoch_us(loc_ts), 0), \"count\", epoch_us(first_seen), epoch_us(last_seen) \
-             FROM {from} ORDER BY name"
-        );
-        self.with_conn("latest signals", |c| {
+        let rollup =
+            source.is_none() && self.table_exists(&self.has_signals_rollup, "signals_latest")?;
+        if let Some(src) = source {
+            filter.push(format!("source = {}", quote(src)));
+        }
+        let filter = filter.join(" AND ");
+        self.with_snapshot("latest signals", |c, snapshot| {
+            let from = if rollup {
+                format!("{} WHERE {filter}", snapshot.table("signals_latest"))
+            } else {
+                let deduped = signals_deduped_from(&snapshot.table("signals"), &filter);
+                format!("({})", signals_latest_over(&deduped))
+            };
+            let sql = format!(
+                "SELECT name, epoch_us(\"timestamp\"), coalesce(value_number, 0), coalesce(value_string, ''), \
+                 coalesce(loc_lat, 0), coalesce(loc_lon, 0), coalesce(loc_hdop, 0), coalesce(loc_heading, 0), \
+                 coalesce(epoch_us(loc_ts), 0), \"count\", epoch_us(first_seen), epoch_us(last_seen) \
+                 FROM {from} ORDER BY name"
+            );
             let mut stmt = c.prepare(&sql)?;
             let rows = stmt.query_map(params![subject], |r| {
                 Ok(LatestRow {

@@ -16,7 +16,8 @@
 //! - [`activity`]: `segments` / `dailyActivity` — the DuckDB [`dq_segments::SignalSource`],
 //!   ranges aggregation, ranges event counts, batched LocationsAt.
 //! - [`filter`]: float / location / string / tags filters rendered to SQL.
-//! - `files`: direct reads of `lake.signals` through its snapshot-validated file list.
+//! - `files`: direct reads of `lake.signals` / `lake.events` through per-snapshot file lists;
+//!   every statement of a request reads one pinned snapshot ([`dq_lake::request_snapshot`]).
 //! - [`interval`]: Go-duration parsing for `interval`.
 #![warn(missing_docs)]
 
@@ -36,7 +37,8 @@ pub use error::{Error, Result};
 
 use dq_cloudevent::{eip55, subject_bucket, EthrDid};
 use dq_lake::duckdb::{self, Connection};
-use dq_lake::{Lake, Pool, SharedLake};
+use dq_lake::{Lake, Pool, SharedLake, Snapshot};
+use files::FileTable;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -52,9 +54,10 @@ pub struct Engine {
     // Pooled-connection reads run so far (one SQL statement each on the segments paths).
     reads: AtomicU64,
     pool: Pool,
-    // `None`: every signal read takes the DuckLake scan.
-    signal_files: Option<files::SignalFiles>,
-    // Signal reads answered from the files directly.
+    // `None`: every read takes the DuckLake scan.
+    signal_files: Option<files::TableFiles>,
+    event_files: Option<files::TableFiles>,
+    // Signal and event reads answered from the files directly.
     direct_reads: AtomicU64,
 }
 
@@ -78,16 +81,19 @@ impl Engine {
             has_events_rollup: AtomicBool::new(false),
             reads: AtomicU64::new(0),
             pool: Pool::new(lake, MAX_IDLE_CONNECTIONS),
-            signal_files: Some(files::SignalFiles::default()),
+            signal_files: Some(files::TableFiles::new(FileTable::Signals)),
+            event_files: Some(files::TableFiles::new(FileTable::Events)),
             direct_reads: AtomicU64::new(0),
         }
     }
 
-    /// Turns direct reads of `lake.signals` (the `files` module) off or on (default on). Off,
-    /// every signal read is a DuckLake scan: the reference the direct reads are tested against.
+    /// Turns direct reads of `lake.signals` and `lake.events` (the `files` module) off or on
+    /// (default on). Off, every read is a DuckLake scan: the reference the direct reads are
+    /// tested against.
     #[must_use]
-    pub fn direct_signal_reads(mut self, on: bool) -> Engine {
-        self.signal_files = on.then(files::SignalFiles::default);
+    pub fn direct_file_reads(mut self, on: bool) -> Engine {
+        self.signal_files = on.then(|| files::TableFiles::new(FileTable::Signals));
+        self.event_files = on.then(|| files::TableFiles::new(FileTable::Events));
         self
     }
 
@@ -127,28 +133,46 @@ impl Engine {
         result.map_err(|e| self.db_error(context, e))
     }
 
-    /// Runs the statement `sql(relation)` on a pooled connection, where `relation` is what the
-    /// read of `lake.signals` for `bucket` over `[from_us, to_us)` scans: the bucket's files
-    /// directly when the newest snapshot allows it (module `files`), else `lake.signals`. A
-    /// failed direct read (a listing or a file the catalog no longer has) is retried as the
-    /// DuckLake scan, so the direct path can make a read faster but never fail it.
-    pub(crate) fn with_signals<T>(
+    /// Runs `run(conn, snapshot)` on a pooled connection, where `snapshot` is the one every
+    /// statement of the current request reads ([`dq_lake::request_snapshot`]): the statement
+    /// names its tables with [`Snapshot::table`].
+    pub(crate) fn with_snapshot<T>(
         &self,
         context: &str,
-        (bucket, from_us, to_us): (i32, i64, i64),
-        run: impl Fn(&Connection, &str) -> duckdb::Result<T>,
+        run: impl FnOnce(&Connection, Snapshot) -> duckdb::Result<T>,
     ) -> Result<T> {
-        const SCAN: &str = "lake.signals";
-        self.with_conn(context, |c| {
-            let direct = self.signal_files.as_ref().and_then(|files| {
+        self.with_conn(context, |c| run(c, dq_lake::request_snapshot(c)?))
+    }
+
+    /// Runs the statement `run(conn, relations)` on a pooled connection, where `relations[i]`
+    /// is what a read of `table` for `bucket` over `windows[i]` (`[from_us, to_us)`) scans at
+    /// the request's snapshot: the bucket's files directly when that snapshot's listing allows
+    /// it for every window (module `files`), else the table itself. A failed direct read (a
+    /// listing or a file the catalog no longer has) is retried as the DuckLake scan, so the
+    /// direct path can make a read faster but never fail it.
+    pub(crate) fn with_files<const N: usize, T>(
+        &self,
+        context: &str,
+        table: FileTable,
+        bucket: i32,
+        windows: [(i64, i64); N],
+        run: impl Fn(&Connection, &[String; N]) -> duckdb::Result<T>,
+    ) -> Result<T> {
+        let files = match table {
+            FileTable::Signals => self.signal_files.as_ref(),
+            FileTable::Events => self.event_files.as_ref(),
+        };
+        self.with_snapshot(context, |c, snapshot| {
+            let scan = || [(); N].map(|()| snapshot.table(table.name()));
+            let direct = files.and_then(|files| {
                 files
-                    .relation(c, bucket, from_us, to_us)
-                    .map_err(|e| self.db_error("list signal files", e))
-                    .inspect_err(|e| tracing::warn!(error = %e, "signal file listing failed"))
+                    .relations(c, snapshot, bucket, windows)
+                    .map_err(|e| self.db_error("list table files", e))
+                    .inspect_err(|e| tracing::warn!(error = %e, "file listing failed"))
                     .ok()
                     .flatten()
             });
-            match direct.map(|relation| run(c, &relation)) {
+            match direct.map(|relations| run(c, &relations)) {
                 Some(Ok(answer)) => {
                     self.direct_reads.fetch_add(1, Ordering::Relaxed);
                     Ok(answer)
@@ -157,16 +181,17 @@ impl Engine {
                 Some(Err(e)) if dq_lake::given_up() => Err(e),
                 Some(Err(e)) => {
                     // Logged through the redactor: a catalog error can carry its DSN.
-                    let e = self.db_error("read signal files", e);
-                    tracing::warn!(error = %e, "direct signal read failed; scanning the lake");
-                    run(c, SCAN)
+                    let e = self.db_error("read table files", e);
+                    tracing::warn!(error = %e, "direct read failed; scanning the lake");
+                    run(c, &scan())
                 }
-                None => run(c, SCAN),
+                None => run(c, &scan()),
             }
         })
     }
 
-    /// How many signal reads were answered from the table's files directly (module `files`).
+    /// How many signal and event reads were answered from the tables' files directly (module
+    /// `files`).
     pub fn direct_reads(&self) -> u64 {
         self.direct_reads.load(Ordering::Relaxed)
     }

@@ -1,6 +1,8 @@
 //! Payload resolution: indexes → events with their payloads.
 //!
-//! An index key is only validated by the caller; resolution re-reads `raw_events` by
+//! A search read with its payload columns ([`crate::Reader::search_with_payloads`]) goes
+//! straight to [`Payloads::events`]. An index alone (a client's, or a search's without payloads)
+//! is only validated by the caller; resolution re-reads `raw_events` by
 //! `(subject, id)` in batches (125 ids per query, 8 rows per id), matches each index to its row by
 //! the full header key (falling back to the newest row of that `(subject, id)`), and returns the
 //! events in input order. Inline payloads come from the row; externalized ones from the blob
@@ -101,9 +103,19 @@ impl Payloads {
                     .ok_or(FetchError::MissingRow)
             })
             .collect::<Result<Vec<StoredRow>>>()?;
+        self.events(matched).await
+    }
+
+    /// The events of `rows` (read with their payload columns), in order: inline payloads from
+    /// the row, externalized ones from the blob store, within the per-call budget.
+    ///
+    /// # Errors
+    /// [`FetchError::BudgetExceeded`]; [`FetchError::NoBlobStore`]; [`FetchError::Blob`] for
+    /// store failures other than a missing object.
+    pub async fn events(&self, rows: Vec<StoredRow>) -> Result<Vec<Event>> {
         // Owned futures (rows, a shared counter): the RPC futures must be Send for any lifetime.
         let spent = Arc::new(AtomicU64::new(0));
-        let work: Vec<_> = matched
+        let work: Vec<_> = rows
             .into_iter()
             .map(|row| {
                 let this = self.clone();

@@ -3,7 +3,8 @@
 //! Every query: the filter's predicates (all values bound as `?` parameters, never
 //! interpolated), voiding by the filter's [`Voiding`] policy, then one row per dedup key
 //! `(subject, second-truncated time, type, source, id)` keeping the earliest, ordered by
-//! `time, id, type` in the requested direction.
+//! `time, id, type` in the requested direction. All statements of one request read the same
+//! snapshot of the table ([`dq_lake::request_snapshot`]).
 
 use crate::error::{FetchError, Result};
 use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding, MAX_OR_DEPTH};
@@ -13,7 +14,7 @@ use dq_cloudevent::row::RawRow;
 use dq_cloudevent::types;
 use dq_lake::duckdb::types::Value;
 use dq_lake::duckdb::{self, Connection};
-use dq_lake::Redactor;
+use dq_lake::{Redactor, Snapshot};
 
 /// Locator prefix of an index whose payload is inline in its row.
 pub const LAKE_KEY_PREFIX: &str = "lake://";
@@ -53,11 +54,24 @@ pub struct TypeSummary {
     pub last_seen: DateTime<Utc>,
 }
 
-/// A row fetched by id for payload resolution.
+/// A matching row: the event with its inline payload (when read with payloads) and the key of
+/// an externalized one; [`crate::Payloads::events`] turns rows into events.
 #[derive(Debug, Clone)]
-pub(crate) struct StoredRow {
+pub struct StoredRow {
+    /// The event as stored (`data` / `data_base64` only when read with payloads).
     pub event: RawEvent,
+    /// The blob key of an externalized payload.
     pub data_index_key: Option<String>,
+}
+
+impl StoredRow {
+    /// The row's index: its header and payload key.
+    pub fn index(&self) -> Index {
+        Index {
+            header: self.event.header.clone(),
+            key: index_key(self),
+        }
+    }
 }
 
 /// Rows per id a by-id query may return (one id can appear under several types).
@@ -90,14 +104,33 @@ impl<'a> Reader<'a> {
         Reader { conn, redactor }
     }
 
+    /// The request's snapshot: every statement names `lake.raw_events` at it.
+    fn snapshot(&self) -> Result<Snapshot> {
+        dq_lake::request_snapshot(self.conn).map_err(|e| self.error("read the lake's snapshot", e))
+    }
+
     /// Up to `limit` matching indexes (`limit` is clamped to 1..=1000), in the filter's order;
     /// `[]` when nothing matches. Unscoped searches get the 400-day floor.
     ///
     /// # Errors
     /// [`FetchError::Lake`] when the query fails.
     pub fn search(&self, filter: &Filter, limit: usize) -> Result<Vec<Index>> {
+        let rows = self.search_rows(filter, limit, false)?;
+        Ok(rows.iter().map(StoredRow::index).collect())
+    }
+
+    /// [`Reader::search`] with each row's payload columns, in the same statement: the rows
+    /// [`crate::Payloads::events`] needs, with no second read by id.
+    ///
+    /// # Errors
+    /// As [`Reader::search`].
+    pub fn search_with_payloads(&self, filter: &Filter, limit: usize) -> Result<Vec<StoredRow>> {
+        self.search_rows(filter, limit, true)
+    }
+
+    fn search_rows(&self, filter: &Filter, limit: usize, payload: bool) -> Result<Vec<StoredRow>> {
         let after = filter.effective_after(Utc::now());
-        self.search_window(filter, after, None, limit, filter.order)
+        self.search_window(filter, after, None, limit, filter.order, payload)
     }
 
     /// The newest matching index, regardless of the filter's order.
@@ -123,6 +156,24 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// As [`Reader::latest`].
     pub fn latest_at(&self, filter: &Filter, now: DateTime<Utc>) -> Result<Index> {
+        self.latest_row_at(filter, now, false)
+            .map(|row| row.index())
+    }
+
+    /// [`Reader::latest`] with the row's payload columns, in the same statement.
+    ///
+    /// # Errors
+    /// As [`Reader::latest`].
+    pub fn latest_with_payload(&self, filter: &Filter) -> Result<StoredRow> {
+        self.latest_row_at(filter, Utc::now(), true)
+    }
+
+    fn latest_row_at(
+        &self,
+        filter: &Filter,
+        now: DateTime<Utc>,
+        payload: bool,
+    ) -> Result<StoredRow> {
         let after = filter.effective_after(now);
         let mut reference = filter.before.unwrap_or(now);
         if let Some(newest) = self.newest_time()? {
@@ -133,12 +184,13 @@ impl<'a> Reader<'a> {
             if after.is_some_and(|a| a >= bound) {
                 break; // the filter's own window is no wider
             }
-            let found = self.search_window(filter, after, Some(bound), 1, Order::Descending)?;
-            if let Some(index) = found.into_iter().next() {
-                return Ok(index);
+            let found =
+                self.search_window(filter, after, Some(bound), 1, Order::Descending, payload)?;
+            if let Some(row) = found.into_iter().next() {
+                return Ok(row);
             }
         }
-        self.search_window(filter, after, None, 1, Order::Descending)?
+        self.search_window(filter, after, None, 1, Order::Descending, payload)?
             .into_iter()
             .next()
             .ok_or(FetchError::NotFound)
@@ -149,7 +201,10 @@ impl<'a> Reader<'a> {
     fn newest_time(&self) -> Result<Option<DateTime<Utc>>> {
         let ctx = "newest raw_events time";
         let newest = self.conn.query_row(
-            "SELECT epoch_us(max(\"time\")) FROM lake.raw_events",
+            &format!(
+                "SELECT epoch_us(max(\"time\")) FROM {}",
+                self.snapshot()?.table("raw_events")
+            ),
             [],
             |r| r.get::<_, Option<i64>>(0),
         );
@@ -168,11 +223,19 @@ impl<'a> Reader<'a> {
         from: Option<DateTime<Utc>>,
         limit: usize,
         order: Order,
-    ) -> Result<Vec<Index>> {
+        payload: bool,
+    ) -> Result<Vec<StoredRow>> {
+        let raw = self.snapshot()?;
+        let columns = if payload {
+            format!("{HEADER_COLUMNS}{PAYLOAD_COLUMNS}")
+        } else {
+            HEADER_COLUMNS.to_owned()
+        };
         let mut q = Query::new(&format!(
-            "SELECT {HEADER_COLUMNS} FROM lake.raw_events r WHERE true"
+            "SELECT {columns} FROM {} WHERE true",
+            raw.table_as("raw_events", "r")
         ));
-        q.filter(filter, after);
+        q.filter(filter, after, &raw.table_as("raw_events", "t"));
         if let Some(from) = from {
             q.time_bound(">=", from);
         }
@@ -184,16 +247,7 @@ impl<'a> Reader<'a> {
         q.text.push_str(&format!(
             "{DEDUP} ORDER BY r.\"time\" {dir}, r.id {dir}, r.type {dir} LIMIT {limit}"
         ));
-        self.query("search raw_events", &q, false)?
-            .into_iter()
-            .map(|row| {
-                let key = index_key(&row);
-                Ok(Index {
-                    header: row.event.header,
-                    key,
-                })
-            })
-            .collect()
+        self.query("search raw_events", &q, payload)
     }
 
     /// Per-type `count`, first and last time over the deduplicated matches not hidden by the
@@ -202,11 +256,13 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// [`FetchError::Lake`].
     pub fn type_summaries(&self, filter: &Filter) -> Result<Vec<TypeSummary>> {
-        let mut q = Query::new(
+        let raw = self.snapshot()?;
+        let mut q = Query::new(&format!(
             "SELECT type, count(*), epoch_us(min(\"time\")), epoch_us(max(\"time\")) FROM \
-             (SELECT r.type, r.\"time\" FROM lake.raw_events r WHERE true",
-        );
-        q.filter(filter, filter.after);
+             (SELECT r.type, r.\"time\" FROM {} WHERE true",
+            raw.table_as("raw_events", "r")
+        ));
+        q.filter(filter, filter.after, &raw.table_as("raw_events", "t"));
         q.text
             .push_str(&format!("{DEDUP}) GROUP BY type ORDER BY type"));
         let ctx = "summarize raw_events types";
@@ -247,8 +303,10 @@ impl<'a> Reader<'a> {
         ids: &[&str],
         voiding: Voiding,
     ) -> Result<Vec<StoredRow>> {
+        let raw = self.snapshot()?;
         let mut q = Query::new(&format!(
-            "SELECT {HEADER_COLUMNS}{PAYLOAD_COLUMNS} FROM lake.raw_events r WHERE true"
+            "SELECT {HEADER_COLUMNS}{PAYLOAD_COLUMNS} FROM {} WHERE true",
+            raw.table_as("raw_events", "r")
         ));
         let filter = Filter {
             subject: StringFilter::eq(subject),
@@ -256,7 +314,7 @@ impl<'a> Reader<'a> {
             voiding,
             ..Filter::default()
         };
-        q.filter(&filter, None);
+        q.filter(&filter, None, &raw.table_as("raw_events", "t"));
         let limit = ROWS_PER_ID * ids.len().max(1);
         q.text.push_str(&format!(
             "{DEDUP} ORDER BY r.\"time\" DESC, r.id DESC, r.type DESC LIMIT {limit}"
@@ -333,7 +391,9 @@ impl Query {
     }
 
     /// Appends the filter's predicates and voiding. `after` is the effective lower bound.
-    fn filter(&mut self, f: &Filter, after: Option<DateTime<Utc>>) {
+    /// Appends the filter's predicates; voiding probes `tombstones` (`lake.raw_events` as the
+    /// request reads it, aliased `t`).
+    fn filter(&mut self, f: &Filter, after: Option<DateTime<Utc>>, tombstones: &str) {
         for (column, values) in [
             ("r.subject", &f.subject),
             ("r.type", &f.event_type),
@@ -356,7 +416,7 @@ impl Query {
         if let Some(tags) = tag_predicate(&f.tags, 0) {
             self.append(" AND ", tags);
         }
-        self.voiding(f);
+        self.voiding(f, tombstones);
     }
 
     /// Appends `other`'s text after `sep`, and its parameters.
@@ -367,7 +427,7 @@ impl Query {
     }
 
     /// Appends the voiding predicate of `f.voiding`.
-    fn voiding(&mut self, f: &Filter) {
+    fn voiding(&mut self, f: &Filter, tombstones: &str) {
         match f.voiding {
             Voiding::None => return,
             // dq's rule: a tombstone hides itself and every row of its subject with that id,
@@ -375,14 +435,14 @@ impl Query {
             // din's `dimo.tombstone` partition (din sets voids_id on no other type).
             Voiding::HideTombstones => self.text.push_str(&format!(
                 " AND coalesce(r.voids_id, '') = '' AND NOT EXISTS (SELECT 1 \
-                 FROM lake.raw_events t WHERE t.type = '{}' AND t.voids_id <> '' \
+                 FROM {tombstones} WHERE t.type = '{}' AND t.voids_id <> '' \
                  AND t.subject = r.subject AND t.voids_id = r.id",
                 types::TOMBSTONE
             )),
             // The fetch GraphQL rule: only a tombstone signed by the row's own source voids it; the
             // tombstone rows stay. The scan ignores the filter's window and types on purpose.
             Voiding::SourceMatched => self.text.push_str(&format!(
-                " AND NOT EXISTS (SELECT 1 FROM lake.raw_events t WHERE t.type = '{}' \
+                " AND NOT EXISTS (SELECT 1 FROM {tombstones} WHERE t.type = '{}' \
                  AND t.voids_id <> '' AND t.subject = r.subject AND t.source = r.source \
                  AND t.voids_id = r.id",
                 // A constant of ours, not a caller value, so written inline.
@@ -553,7 +613,7 @@ mod tests {
 
     fn rendered(f: &Filter) -> Query {
         let mut q = Query::new("");
-        q.filter(f, None);
+        q.filter(f, None, "lake.raw_events t");
         q
     }
 

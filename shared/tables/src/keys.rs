@@ -39,7 +39,8 @@ pub fn signals_deduped(filter: &str) -> String {
     signals_deduped_from("lake.signals", filter)
 }
 
-/// [`signals_deduped`] over another table with the signals columns (e.g. a window's new rows).
+/// [`signals_deduped`] over another relation with the signals columns (a window's new rows, a
+/// snapshot, its files).
 pub fn signals_deduped_from(table: &str, filter: &str) -> String {
     format!(
         "SELECT * FROM {table} WHERE {filter} {}",
@@ -49,8 +50,13 @@ pub fn signals_deduped_from(table: &str, filter: &str) -> String {
 
 /// The events read by every reader: R2-deduplicated `lake.events` restricted by `filter`.
 pub fn events_deduped(filter: &str) -> String {
+    events_deduped_from("lake.events", filter)
+}
+
+/// [`events_deduped`] over another relation with the events columns (a snapshot, its files).
+pub fn events_deduped_from(table: &str, filter: &str) -> String {
     format!(
-        "SELECT * FROM lake.events WHERE {filter} {}",
+        "SELECT * FROM {table} WHERE {filter} {}",
         read_dedup_qualify(&EVENT_READ_KEY)
     )
 }

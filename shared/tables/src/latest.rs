@@ -42,11 +42,15 @@ pub fn signals_latest_over(deduped: &str) -> String {
 
 /// The `events_latest` recompute over the R2-deduplicated base restricted by `filter`.
 pub fn events_latest_select(filter: &str) -> String {
+    events_latest_over(&events_deduped(filter))
+}
+
+/// The events rollup aggregate over any R2-deduplicated events query.
+pub fn events_latest_over(deduped: &str) -> String {
     format!(
         "SELECT subject, any_value(subject_bucket) AS subject_bucket, name, count(*) AS \"count\", \
          min(\"timestamp\") AS first_seen, max(\"timestamp\") AS last_seen \
-         FROM ({}) GROUP BY subject, name",
-        events_deduped(filter)
+         FROM ({deduped}) GROUP BY subject, name"
     )
 }
 

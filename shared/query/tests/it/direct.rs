@@ -1,17 +1,21 @@
-//! Direct signal reads (the engine reads a bucket's files itself, listed once per snapshot)
-//! answer exactly as the DuckLake scan, on both catalogs: on a clean lake, after a commit moved
-//! the snapshot, with inlined rows, with delete files, and after din's maintenance merged and
-//! removed files.
+//! Direct reads (the engine reads a bucket's files itself, listed once per snapshot) answer
+//! exactly as the DuckLake scan, on both catalogs: on a clean lake, after a commit moved the
+//! snapshot, with inlined rows, with delete files, and after din's maintenance merged and
+//! removed files. Covered: the `signals` aggregation, and every statement of `segments` and
+//! `dailyActivity` (signals and events).
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use dq_lake::testing::{Backend, TestLake};
 use dq_lake::{backend_tests, SharedLake};
+use dq_query::activity::{DailyActivityQuery, SegmentsQuery, Summary};
 use dq_query::aggregate::{
     AggregateRequest, Bucket, FloatAgg, FloatRequest, LocationAgg, LocationRequest, StringAgg,
     StringRequest,
 };
+use dq_query::segments::signals::{FloatAggregation, SignalRequest};
+use dq_query::segments::{DailyActivityRequest, Mechanism, SegmentsRequest};
 use dq_query::Engine;
 
 backend_tests!(direct_reads_answer_as_the_lake_scan);
@@ -49,7 +53,7 @@ fn fixture(t: &TestLake) -> Fixture {
     assert_eq!(subjects.len(), 3);
     Fixture {
         direct: Engine::on(Arc::clone(&shared)),
-        scan: Engine::on(Arc::clone(&shared)).direct_signal_reads(false),
+        scan: Engine::on(Arc::clone(&shared)).direct_file_reads(false),
         shared,
         subjects,
         last,
@@ -158,6 +162,75 @@ fn compare(f: &Fixture, stage: &str) -> usize {
     buckets
 }
 
+/// The summaries' signal values, taken out (left 0) so the rest compares exactly while the
+/// values, sums whose order may differ, compare with [`close`].
+fn take_values<'a>(summaries: impl Iterator<Item = &'a mut Summary>) -> Vec<f64> {
+    summaries
+        .flat_map(|s| s.signals.iter_mut().map(|v| std::mem::take(&mut v.value)))
+        .collect()
+}
+
+fn assert_close_all(direct: &[f64], scan: &[f64], what: &str) {
+    assert_eq!(direct.len(), scan.len(), "{what}");
+    for (d, s) in direct.iter().zip(scan) {
+        assert!(close(*d, *s), "{what}: {d} vs {s}");
+    }
+}
+
+/// `segments` and `dailyActivity` of every subject over the fleet's last two days, with signal
+/// and event summaries: direct equals scan. Returns how many segments there were.
+fn compare_activity(f: &Fixture, stage: &str) -> usize {
+    let now = f.last + Duration::hours(1);
+    let from = now - Duration::days(2);
+    let signal_requests = vec![
+        SignalRequest::new("speed", FloatAggregation::Avg),
+        SignalRequest::new("speed", FloatAggregation::Max),
+    ];
+    let event_names: Vec<String> = vec![
+        "behavior.harshBraking".into(),
+        "behavior.harshAcceleration".into(),
+    ];
+    let mut segments = 0;
+    for subject in &f.subjects {
+        let q = SegmentsQuery {
+            request: SegmentsRequest::new(subject, from, now, Mechanism::IgnitionDetection),
+            signal_requests: signal_requests.clone(),
+            event_names: event_names.clone(),
+        };
+        let what = format!("{stage}: segments of {subject}");
+        let (mut direct, mut scan) = (
+            f.direct.segments(&q, now).unwrap(),
+            f.scan.segments(&q, now).unwrap(),
+        );
+        let values = take_values(direct.iter_mut().map(|s| &mut s.summary));
+        assert_close_all(
+            &values,
+            &take_values(scan.iter_mut().map(|s| &mut s.summary)),
+            &what,
+        );
+        assert_eq!(direct, scan, "{what}");
+        segments += direct.len();
+        let q = DailyActivityQuery {
+            request: DailyActivityRequest::new(subject, from, now, Mechanism::IgnitionDetection),
+            signal_requests: signal_requests.clone(),
+            event_names: event_names.clone(),
+        };
+        let what = format!("{stage}: dailyActivity of {subject}");
+        let (mut direct, mut scan) = (
+            f.direct.daily_activity(&q, now).unwrap(),
+            f.scan.daily_activity(&q, now).unwrap(),
+        );
+        let values = take_values(direct.iter_mut().map(|d| &mut d.summary));
+        assert_close_all(
+            &values,
+            &take_values(scan.iter_mut().map(|d| &mut d.summary)),
+            &what,
+        );
+        assert_eq!(direct, scan, "{what}");
+    }
+    segments
+}
+
 fn exec(f: &Fixture, sql: &str) {
     let (conn, _) = f.shared.connect().unwrap();
     conn.execute_batch(sql).unwrap();
@@ -173,9 +246,17 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
 
     let buckets = compare(&f, "clean lake");
     assert!(buckets > 100, "the windows hold data: {buckets} buckets");
-    // Every read that has files took them directly (the old window has none: scanned).
+    // Every read took the files directly (a window without files reads an empty relation).
     let clean = f.direct.direct_reads();
-    assert_eq!(clean, asked - f.subjects.len() as u64, "direct reads");
+    assert_eq!(clean, asked, "direct reads");
+    let (statements, reads) = (f.direct.reads(), f.direct.direct_reads());
+    let segments = compare_activity(&f, "clean lake");
+    assert!(segments > 0, "the fleet drove");
+    assert_eq!(
+        f.direct.direct_reads() - reads,
+        f.direct.reads() - statements,
+        "every segments and dailyActivity statement read the files directly"
+    );
     assert_eq!(f.scan.direct_reads(), 0);
 
     // A new commit of a few rows: inlined in the catalog (DuckLake inlines ≤ 10 rows), so the
@@ -201,6 +282,7 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
         "the inlined row is read (max speed)"
     );
     compare(&f, "inlined rows");
+    compare_activity(&f, "inlined rows");
 
     // Deletes: most of every subject's speed rows go, leaving delete files.
     exec(
@@ -211,6 +293,7 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
         ),
     );
     compare(&f, "delete files");
+    compare_activity(&f, "delete files");
 
     // din's maintenance (its own process: this one's instance is closed first): inlined rows
     // flushed, delete-heavy files rewritten, adjacent files merged, every older snapshot
@@ -221,6 +304,7 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
     drop(lake);
     let f = fixture(&t);
     compare(&f, "after maintenance");
+    compare_activity(&f, "after maintenance");
     assert!(
         f.direct.direct_reads() > 0,
         "after the flush and rewrite, files are read directly again"

@@ -7,6 +7,7 @@
 
 mod activity;
 mod direct;
+mod snapshot;
 
 use chrono::{DateTime, Duration, Utc};
 use dq_lake::testing::{Backend, TestLake};

@@ -1,0 +1,61 @@
+//! The snapshot a request reads.
+//!
+//! Every statement of a DuckLake read resolves its own snapshot: the newest one when it starts.
+//! A request that runs several statements (segments: detection, then summaries; a cloud-event
+//! search, then its payloads) would see a different lake in each when commits land between
+//! them. Inside [`crate::interruptible`] the first call of [`request_snapshot`] pins the newest
+//! snapshot id for the rest of that request, and every statement names its tables through
+//! [`Snapshot::table`] (`lake.signals AT (VERSION => id)`), so all of them read one snapshot.
+
+use duckdb::Connection;
+
+/// The DuckLake metadata catalog of the database attached as [`crate::LAKE`].
+pub const METADATA: &str = "__ducklake_metadata_lake";
+
+/// A snapshot id of the lake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Snapshot(pub i64);
+
+impl Snapshot {
+    /// `lake.<table> AT (VERSION => id)`. `table` is a table name of dq's or din's schema,
+    /// never request input.
+    pub fn table(self, table: &'static str) -> String {
+        format!("{}.{table} AT (VERSION => {})", crate::LAKE, self.0)
+    }
+
+    /// [`Snapshot::table`] under `alias`, which DuckDB wants before the `AT` clause.
+    pub fn table_as(self, table: &'static str, alias: &'static str) -> String {
+        format!(
+            "{}.{table} AS {alias} AT (VERSION => {})",
+            crate::LAKE,
+            self.0
+        )
+    }
+}
+
+/// The newest snapshot id of the lake, from its metadata catalog.
+///
+/// # Errors
+/// The catalog could not be read.
+pub fn newest(conn: &Connection) -> duckdb::Result<Snapshot> {
+    conn.query_row(
+        &format!("SELECT max(snapshot_id) FROM {METADATA}.ducklake_snapshot"),
+        [],
+        |r| r.get(0).map(Snapshot),
+    )
+}
+
+/// The snapshot the current request reads: inside [`crate::interruptible`], the newest
+/// snapshot when the request first asked, the same for every later statement of that request;
+/// outside, the newest snapshot now.
+///
+/// # Errors
+/// The catalog could not be read.
+pub fn request_snapshot(conn: &Connection) -> duckdb::Result<Snapshot> {
+    if let Some(pinned) = crate::interrupt::pinned() {
+        return Ok(pinned);
+    }
+    let newest = newest(conn)?;
+    // Two statements of one request racing to pin: the first pin wins for both.
+    Ok(crate::interrupt::pin(newest))
+}
