@@ -397,7 +397,8 @@ fn sample<I>(
 /// A fresh in-memory DuckDB attached to the lake, answering with plain SQL.
 struct Floor {
     conn: dq_lake::Conn,
-    /// dq's engine on the same instance, for the segment cases' one read.
+    /// dq's engine on the same instance, for the segment cases' one read, with its direct
+    /// file reads off: the floor scans DuckLake.
     engine: dq_query::Engine,
     _db: Arc<dq_rawquery::Db>,
 }
@@ -418,7 +419,7 @@ impl Floor {
         let (engine, db) = dq_graphql::http::share_lake(lake);
         Ok(Floor {
             conn,
-            engine,
+            engine: engine.direct_file_reads(false),
             _db: db,
         })
     }
