@@ -14,7 +14,6 @@ use crate::aggregate::{case_column, float_expr, location_expr, FloatAgg, Locatio
 use crate::files::FileTable;
 use crate::{subject_predicate, ts_lit, Engine, Error, Result};
 use chrono::{DateTime, TimeDelta};
-use dq_cloudevent::subject_bucket;
 use dq_lake::duckdb::params;
 use dq_lake::quote;
 use dq_segments::signals::{
@@ -69,23 +68,6 @@ impl<'a> LakeSource<'a> {
     pub fn new(engine: &'a Engine) -> Self {
         LakeSource { engine }
     }
-
-    /// One statement over `subject`'s signals, one relation per window.
-    fn signals<const N: usize, T>(
-        &self,
-        context: &str,
-        subject: &str,
-        windows: [(i64, i64); N],
-        run: impl Fn(&dq_lake::duckdb::Connection, &[String; N]) -> dq_lake::duckdb::Result<T>,
-    ) -> Result<T> {
-        self.engine.with_files(
-            context,
-            FileTable::Signals,
-            subject_bucket(subject),
-            windows,
-            run,
-        )
-    }
 }
 
 impl SignalSource for LakeSource<'_> {
@@ -112,22 +94,21 @@ impl SignalSource for LakeSource<'_> {
                 min_distinct = spec.min_distinct_signals,
             )
         };
-        self.signals(
+        self.engine.rows_of(
             "windowed signal counts",
+            FileTable::Signals,
             subject,
             window,
-            |c, [relation]| {
-                let mut stmt = c.prepare(&sql(relation))?;
-                let rows = stmt.query_map(params![subject], |r| {
-                    let start: i64 = r.get(0)?;
-                    Ok(ActiveWindow {
-                        start: ts(start),
-                        end: ts(start + win),
-                        signal_count: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
-                        distinct_signal_count: r.get::<_, i64>(2)?.try_into().unwrap_or(0),
-                    })
-                })?;
-                rows.collect()
+            |[relation]| sql(relation),
+            params![subject],
+            |r| {
+                let start: i64 = r.get(0)?;
+                Ok(ActiveWindow {
+                    start: ts(start),
+                    end: ts(start + win),
+                    signal_count: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
+                    distinct_signal_count: r.get::<_, i64>(2)?.try_into().unwrap_or(0),
+                })
             },
         )
     }
@@ -147,13 +128,15 @@ impl SignalSource for LakeSource<'_> {
                 deduped(relation, subject, "name = ?", us(from), us(to))
             )
         };
-        self.signals("level samples", subject, window, |c, [relation]| {
-            let mut stmt = c.prepare(&sql(relation))?;
-            let rows = stmt.query_map(params![subject, name], |r| {
-                Ok(LevelSample::new(ts(r.get(0)?), r.get(1)?))
-            })?;
-            rows.collect()
-        })
+        self.engine.rows_of(
+            "level samples",
+            FileTable::Signals,
+            subject,
+            window,
+            |[relation]| sql(relation),
+            params![subject, name],
+            |r| Ok(LevelSample::new(ts(r.get(0)?), r.get(1)?)),
+        )
     }
 
     fn ignition_state_changes(&self, subject: &str, from: Ts, to: Ts) -> Result<Vec<StateChange>> {
@@ -195,20 +178,19 @@ impl SignalSource for LakeSource<'_> {
                 lb = ts_lit(lookback),
             )
         };
-        let changes = self.signals(
+        let changes = self.engine.rows_of(
             "ignition state changes",
+            FileTable::Signals,
             subject,
             windows,
-            |c, relations| {
-                let mut stmt = c.prepare(&sql(relations))?;
-                let rows = stmt.query_map(params![subject, subject], |r| {
-                    Ok(StateChange {
-                        ts: ts(r.get(0)?),
-                        new_state: r.get(1)?,
-                        prev_state: r.get(2)?,
-                    })
-                })?;
-                rows.collect::<Result<Vec<_>, _>>()
+            sql,
+            params![subject, subject],
+            |r| {
+                Ok(StateChange {
+                    ts: ts(r.get(0)?),
+                    new_state: r.get(1)?,
+                    prev_state: r.get(2)?,
+                })
             },
         )?;
         if !changes.is_empty() {
@@ -222,14 +204,18 @@ impl SignalSource for LakeSource<'_> {
             )
         };
         let window = [(lookback, us(to))];
-        let (on, first): (bool, Option<i64>) =
-            self.signals("ignition synthetic on", subject, window, |c, [relation]| {
-                c.query_row(&probe(relation), params![subject], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-            })?;
-        Ok(match (on, first) {
-            (true, Some(first)) => vec![StateChange::synthetic_on(ts(first))],
+        // One aggregate row.
+        let probed: Vec<(bool, Option<i64>)> = self.engine.rows_of(
+            "ignition synthetic on",
+            FileTable::Signals,
+            subject,
+            window,
+            |[relation]| probe(relation),
+            params![subject],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok(match probed.first() {
+            Some((true, Some(first))) => vec![StateChange::synthetic_on(ts(*first))],
             _ => Vec::new(),
         })
     }
@@ -266,13 +252,15 @@ impl SignalSource for LakeSource<'_> {
             d = deduped(relation, subject, "name = ?", us(from), us(to)),
             )
         };
-        self.signals("idle runs", subject, window, |c, [relation]| {
-            let mut stmt = c.prepare(&sql(relation))?;
-            let rows = stmt.query_map(params![subject, name], |r| {
-                Ok(TimeRange::new(ts(r.get(0)?), ts(r.get(1)?)))
-            })?;
-            rows.collect()
-        })
+        self.engine.rows_of(
+            "idle runs",
+            FileTable::Signals,
+            subject,
+            window,
+            |[relation]| sql(relation),
+            params![subject, name],
+            |r| Ok(TimeRange::new(ts(r.get(0)?), ts(r.get(1)?))),
+        )
     }
 }
 
@@ -390,27 +378,26 @@ impl Engine {
                 heading = case_column(&loc("loc_heading"), "0::DOUBLE"),
             )
         };
-        let rows = LakeSource::new(self).signals(
+        let rows = self.rows_of(
             "ranges aggregation",
+            FileTable::Signals,
             subject,
             window,
-            |c, [relation]| {
-                let mut stmt = c.prepare(&sql(relation))?;
-                let rows = stmt.query_map(params![subject], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, f64>(3)?,
-                        Location {
-                            latitude: r.get(4)?,
-                            longitude: r.get(5)?,
-                            hdop: r.get(6)?,
-                            heading: r.get(7)?,
-                        },
-                    ))
-                })?;
-                rows.collect::<Result<Vec<_>, _>>()
+            |[relation]| sql(relation),
+            params![subject],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, f64>(3)?,
+                    Location {
+                        latitude: r.get(4)?,
+                        longitude: r.get(5)?,
+                        hdop: r.get(6)?,
+                        heading: r.get(7)?,
+                    },
+                ))
             },
         )?;
         for (range, kind, idx, v, l) in rows {
@@ -468,22 +455,19 @@ impl Engine {
             )
         };
         let window = [(gfrom, gto)];
-        let bucket = subject_bucket(subject);
-        let rows = self.with_files(
+        let rows = self.rows_of(
             "ranges event counts",
             FileTable::Events,
-            bucket,
+            subject,
             window,
-            |c, [relation]| {
-                let mut stmt = c.prepare(&sql(relation))?;
-                let rows = stmt.query_map(params![subject], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, i64>(2)?,
-                    ))
-                })?;
-                rows.collect::<Result<Vec<_>, _>>()
+            |[relation]| sql(relation),
+            params![subject],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
             },
         )?;
         for (range, name, n) in rows {
@@ -549,21 +533,24 @@ impl Engine {
             Option<f64>,
             Option<f64>,
         );
-        let rows: Vec<Row> =
-            LakeSource::new(self).signals("locations at", subject, window, |c, [relation]| {
-                let mut stmt = c.prepare(&sql(relation))?;
-                let rows = stmt.query_map(params![subject], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                })?;
-                rows.collect()
-            })?;
+        let rows: Vec<Row> = self.rows_of(
+            "locations at",
+            FileTable::Signals,
+            subject,
+            window,
+            |[relation]| sql(relation),
+            params![subject],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
+        )?;
         for (idx, fix_ts, lat, lon, hdop, heading) in rows {
             let Some((probe, slot)) = usize::try_from(idx)
                 .ok()

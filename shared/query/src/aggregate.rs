@@ -5,7 +5,6 @@
 use crate::files::FileTable;
 use crate::filter::{FloatFilter, LocationFilter};
 use crate::{check_window, source_address, subject_predicate, ts_lit, Engine, Error, Result};
-use dq_cloudevent::subject_bucket;
 use dq_lake::duckdb::params;
 use dq_lake::quote;
 use dq_tables::keys::signals_deduped_from;
@@ -357,31 +356,28 @@ impl Engine {
             return Ok(Vec::new());
         }
         let sql = aggregate_sql(req)?;
-        let bucket = subject_bucket(&req.subject);
         let window = [(req.from_us, req.to_us)];
-        let rows = self.with_files(
+        let rows = self.rows_of(
             "aggregate signals",
             FileTable::Signals,
-            bucket,
+            &req.subject,
             window,
-            |c, [relation]| {
-                let mut stmt = c.prepare(&sql.over(relation))?;
-                let rows = stmt.query_map(params![req.subject], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, f64>(3)?,
-                        r.get::<_, String>(4)?,
-                        Location {
-                            latitude: r.get(5)?,
-                            longitude: r.get(6)?,
-                            hdop: r.get(7)?,
-                            heading: r.get(8)?,
-                        },
-                    ))
-                })?;
-                rows.collect::<Result<Vec<_>, _>>()
+            |[relation]| sql.over(relation),
+            params![req.subject],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, f64>(3)?,
+                    r.get::<_, String>(4)?,
+                    Location {
+                        latitude: r.get(5)?,
+                        longitude: r.get(6)?,
+                        hdop: r.get(7)?,
+                        heading: r.get(8)?,
+                    },
+                ))
             },
         )?;
         let mut out: Vec<Bucket> = Vec::new();

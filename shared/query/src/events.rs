@@ -4,7 +4,6 @@
 use crate::files::FileTable;
 use crate::filter::{ArrayFilter, StringFilter};
 use crate::{check_subject, check_window, subject_predicate, ts_lit, Engine, Error, Result};
-use dq_cloudevent::subject_bucket;
 use dq_lake::duckdb::params;
 use dq_lake::Snapshot;
 use dq_tables::keys::events_deduped_from;
@@ -134,25 +133,22 @@ impl Engine {
                 outer.join(" AND ")
             )
         };
-        let bucket = subject_bucket(&req.subject);
         let window = [(req.from_us, req.to_us)];
-        self.with_files(
+        self.rows_of(
             "events",
             FileTable::Events,
-            bucket,
+            &req.subject,
             window,
-            |c, [relation]| {
-                let mut stmt = c.prepare(&sql(relation))?;
-                let rows = stmt.query_map(params![req.subject], |r| {
-                    Ok(Event {
-                        timestamp_us: r.get(0)?,
-                        name: r.get(1)?,
-                        source: r.get(2)?,
-                        duration_ns: r.get(3)?,
-                        metadata: r.get(4)?,
-                    })
-                })?;
-                rows.collect()
+            |[relation]| sql(relation),
+            params![req.subject],
+            |r| {
+                Ok(Event {
+                    timestamp_us: r.get(0)?,
+                    name: r.get(1)?,
+                    source: r.get(2)?,
+                    duration_ns: r.get(3)?,
+                    metadata: r.get(4)?,
+                })
             },
         )
     }

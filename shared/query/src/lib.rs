@@ -190,6 +190,27 @@ impl Engine {
         })
     }
 
+    /// The rows of the statement `sql(relations)` over `subject`'s files of `table` in
+    /// `windows` ([`Engine::with_files`]), `params` bound, each mapped by `row`.
+    #[allow(clippy::too_many_arguments)] // A statement: its table, windows, text, parameters, row.
+    pub(crate) fn rows_of<const N: usize, T>(
+        &self,
+        context: &str,
+        table: FileTable,
+        subject: &str,
+        windows: [(i64, i64); N],
+        sql: impl Fn(&[String; N]) -> String,
+        params: &[&dyn duckdb::ToSql],
+        row: impl Fn(&duckdb::Row<'_>) -> duckdb::Result<T>,
+    ) -> Result<Vec<T>> {
+        let bucket = subject_bucket(subject);
+        self.with_files(context, table, bucket, windows, |c, relations| {
+            let mut stmt = c.prepare(&sql(relations))?;
+            let rows = stmt.query_map(params, &row)?;
+            rows.collect()
+        })
+    }
+
     /// How many signal and event reads were answered from the tables' files directly (module
     /// `files`).
     pub fn direct_reads(&self) -> u64 {
