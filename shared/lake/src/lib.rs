@@ -48,6 +48,9 @@ pub const CATALOG_FORMAT_VERSION: &str = "1.0";
 /// The database alias of the DuckLake catalog.
 pub const LAKE: &str = "lake";
 
+/// The DuckLake metadata catalog DuckDB attaches for [`LAKE`].
+pub const METADATA: &str = "__ducklake_metadata_lake";
+
 /// An open embedded DuckDB with the lake attached. Clone connections with [`Lake::connect`].
 pub struct Lake {
     conn: duckdb::Connection,
@@ -283,9 +286,9 @@ impl Lake {
         let read = |key: &str| -> Result<Option<String>> {
             let mut stmt = self
                 .conn
-                .prepare(
-                    "SELECT value FROM __ducklake_metadata_lake.ducklake_metadata WHERE key = ?",
-                )
+                .prepare(&format!(
+                    "SELECT value FROM {METADATA}.ducklake_metadata WHERE key = ?"
+                ))
                 .map_err(|e| db_error(&self.redactor, "read catalog metadata", e))?;
             let mut rows = stmt
                 .query_map([key], |r| r.get::<_, Option<String>>(0))

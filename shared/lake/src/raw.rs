@@ -124,35 +124,39 @@ pub struct Layout {
     pub sort: Vec<(String, String)>,
 }
 
-/// Reads [`Layout`] for `raw_events` from `__ducklake_metadata_lake` (active rows only).
+/// Reads [`Layout`] for `raw_events` from the metadata catalog ([`crate::METADATA`]; active
+/// rows only).
 pub fn layout(lake: &Lake) -> Result<Layout> {
     table_layout(lake, TABLE)
 }
 
 /// Reads [`Layout`] for any table of `lake.main`.
 pub fn table_layout(lake: &Lake, table: &str) -> Result<Layout> {
-    const TABLE_ID: &str = "(SELECT t.table_id FROM __ducklake_metadata_lake.ducklake_table t \
-        JOIN __ducklake_metadata_lake.ducklake_schema s ON s.schema_id = t.schema_id \
-        WHERE t.table_name = ? AND s.schema_name = 'main' AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL)";
+    let m = crate::METADATA;
+    let table_id = format!(
+        "(SELECT t.table_id FROM {m}.ducklake_table t \
+         JOIN {m}.ducklake_schema s ON s.schema_id = t.schema_id \
+         WHERE t.table_name = ? AND s.schema_name = 'main' AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL)"
+    );
     let columns = format!(
-        "SELECT column_name, column_type, nulls_allowed FROM __ducklake_metadata_lake.ducklake_column \
-         WHERE table_id = {TABLE_ID} AND end_snapshot IS NULL AND parent_column IS NULL ORDER BY column_order"
+        "SELECT column_name, column_type, nulls_allowed FROM {m}.ducklake_column \
+         WHERE table_id = {table_id} AND end_snapshot IS NULL AND parent_column IS NULL ORDER BY column_order"
     );
     let partition = format!(
         "SELECT c.column_name, pc.transform \
-         FROM __ducklake_metadata_lake.ducklake_partition_info pi \
-         JOIN __ducklake_metadata_lake.ducklake_partition_column pc \
+         FROM {m}.ducklake_partition_info pi \
+         JOIN {m}.ducklake_partition_column pc \
            ON pc.partition_id = pi.partition_id AND pc.table_id = pi.table_id \
-         JOIN __ducklake_metadata_lake.ducklake_column c \
+         JOIN {m}.ducklake_column c \
            ON c.column_id = pc.column_id AND c.table_id = pc.table_id AND c.end_snapshot IS NULL \
-         WHERE pi.table_id = {TABLE_ID} AND pi.end_snapshot IS NULL ORDER BY pc.partition_key_index"
+         WHERE pi.table_id = {table_id} AND pi.end_snapshot IS NULL ORDER BY pc.partition_key_index"
     );
     let sort = format!(
         "SELECT se.expression, se.sort_direction \
-         FROM __ducklake_metadata_lake.ducklake_sort_info si \
-         JOIN __ducklake_metadata_lake.ducklake_sort_expression se \
+         FROM {m}.ducklake_sort_info si \
+         JOIN {m}.ducklake_sort_expression se \
            ON se.sort_id = si.sort_id AND se.table_id = si.table_id \
-         WHERE si.table_id = {TABLE_ID} AND si.end_snapshot IS NULL ORDER BY se.sort_key_index"
+         WHERE si.table_id = {table_id} AND si.end_snapshot IS NULL ORDER BY se.sort_key_index"
     );
     Ok(Layout {
         columns: query(lake, table, "columns", &columns, |r| {

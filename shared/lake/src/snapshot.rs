@@ -9,8 +9,7 @@
 
 use duckdb::Connection;
 
-/// The DuckLake metadata catalog of the database attached as [`crate::LAKE`].
-pub const METADATA: &str = "__ducklake_metadata_lake";
+use crate::METADATA;
 
 /// A snapshot id of the lake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -7,10 +7,12 @@
 //! detection (1–2 statements), one ranges aggregation, one ranges event count, at most one
 //! batched LocationsAt; `dailyActivity` adds one more aggregation / event count / LocationsAt
 //! triple for all of its days. Every statement reads the subject's bucket's files directly
-//! where the request's snapshot allows it ([`Engine::with_files`]), and all of them read that
+//! where the request's snapshot allows it ([`Engine::rows_of`]), and all of them read that
 //! one snapshot.
 
-use crate::aggregate::{case_column, float_expr, location_expr, FloatAgg, Location, LocationAgg};
+use crate::aggregate::{
+    case_column, float_expr, location_at, location_expr, FloatAgg, Location, LocationAgg,
+};
 use crate::files::FileTable;
 use crate::{subject_predicate, ts_lit, Engine, Error, Result};
 use chrono::{DateTime, TimeDelta};
@@ -391,12 +393,7 @@ impl Engine {
                     r.get::<_, i64>(1)?,
                     r.get::<_, i64>(2)?,
                     r.get::<_, f64>(3)?,
-                    Location {
-                        latitude: r.get(4)?,
-                        longitude: r.get(5)?,
-                        hdop: r.get(6)?,
-                        heading: r.get(7)?,
-                    },
+                    location_at(r, 4)?,
                 ))
             },
         )?;

@@ -97,6 +97,20 @@ pub struct AggregateRequest {
 /// Aggregated coordinates: the stored location value.
 pub use dq_signals::Location;
 
+/// The location in the four columns from `first` (latitude, longitude, hdop, heading): the
+/// order every read selects them in.
+pub(crate) fn location_at(
+    r: &dq_lake::duckdb::Row<'_>,
+    first: usize,
+) -> dq_lake::duckdb::Result<Location> {
+    Ok(Location {
+        latitude: r.get(first)?,
+        longitude: r.get(first + 1)?,
+        hdop: r.get(first + 2)?,
+        heading: r.get(first + 3)?,
+    })
+}
+
 /// One bucket of answers; a request index missing from a map had no rows in this bucket.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Bucket {
@@ -371,12 +385,7 @@ impl Engine {
                     r.get::<_, i64>(2)?,
                     r.get::<_, f64>(3)?,
                     r.get::<_, String>(4)?,
-                    Location {
-                        latitude: r.get(5)?,
-                        longitude: r.get(6)?,
-                        hdop: r.get(7)?,
-                        heading: r.get(8)?,
-                    },
+                    location_at(r, 5)?,
                 ))
             },
         )?;

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, NaiveDate};
 use dq_lake::duckdb::{self, Connection};
-use dq_lake::snapshot::METADATA as META;
+use dq_lake::METADATA as META;
 use dq_lake::{quote, Snapshot};
 use dq_tables::schema::{EVENT_COLUMNS, SIGNAL_COLUMNS};
 

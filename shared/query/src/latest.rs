@@ -4,7 +4,7 @@
 //! (`dq_tables::latest::signals_latest_select`) over the source-filtered, deduped base — so
 //! both paths give the same answers by construction.
 
-use crate::aggregate::Location;
+use crate::aggregate::{location_at, Location};
 use crate::{check_subject, subject_predicate, Engine, Result};
 use dq_lake::duckdb::params;
 use dq_lake::quote;
@@ -88,12 +88,7 @@ impl Engine {
                     timestamp_us: r.get(1)?,
                     value_number: r.get(2)?,
                     value_string: r.get(3)?,
-                    location: Location {
-                        latitude: r.get(4)?,
-                        longitude: r.get(5)?,
-                        hdop: r.get(6)?,
-                        heading: r.get(7)?,
-                    },
+                    location: location_at(r, 4)?,
                     loc_ts_us: r.get(8)?,
                     count: r.get(9)?,
                     first_seen_us: r.get(10)?,

@@ -144,54 +144,13 @@ impl Engine {
         self.with_conn(context, |c| run(c, dq_lake::request_snapshot(c)?))
     }
 
-    /// Runs the statement `run(conn, relations)` on a pooled connection, where `relations[i]`
-    /// is what a read of `table` for `bucket` over `windows[i]` (`[from_us, to_us)`) scans at
-    /// the request's snapshot: the bucket's files directly when that snapshot's listing allows
-    /// it for every window (module `files`), else the table itself. A failed direct read (a
-    /// listing or a file the catalog no longer has) is retried as the DuckLake scan, so the
-    /// direct path can make a read faster but never fail it.
-    pub(crate) fn with_files<const N: usize, T>(
-        &self,
-        context: &str,
-        table: FileTable,
-        bucket: i32,
-        windows: [(i64, i64); N],
-        run: impl Fn(&Connection, &[String; N]) -> duckdb::Result<T>,
-    ) -> Result<T> {
-        let files = match table {
-            FileTable::Signals => self.signal_files.as_ref(),
-            FileTable::Events => self.event_files.as_ref(),
-        };
-        self.with_snapshot(context, |c, snapshot| {
-            let scan = || [(); N].map(|()| snapshot.table(table.name()));
-            let direct = files.and_then(|files| {
-                files
-                    .relations(c, snapshot, bucket, windows)
-                    .map_err(|e| self.db_error("list table files", e))
-                    .inspect_err(|e| tracing::warn!(error = %e, "file listing failed"))
-                    .ok()
-                    .flatten()
-            });
-            match direct.map(|relations| run(c, &relations)) {
-                Some(Ok(answer)) => {
-                    self.direct_reads.fetch_add(1, Ordering::Relaxed);
-                    Ok(answer)
-                }
-                // The request was given up: the failure is its interrupt, not the files'.
-                Some(Err(e)) if dq_lake::given_up() => Err(e),
-                Some(Err(e)) => {
-                    // Logged through the redactor: a catalog error can carry its DSN.
-                    let e = self.db_error("read table files", e);
-                    tracing::warn!(error = %e, "direct read failed; scanning the lake");
-                    run(c, &scan())
-                }
-                None => run(c, &scan()),
-            }
-        })
-    }
-
-    /// The rows of the statement `sql(relations)` over `subject`'s files of `table` in
-    /// `windows` ([`Engine::with_files`]), `params` bound, each mapped by `row`.
+    /// The rows of the statement `sql(relations)` over `subject`'s data in `table`, `params`
+    /// bound, each mapped by `row`, on a pooled connection. `relations[i]` is what a read of
+    /// the subject's bucket over `windows[i]` (`[from_us, to_us)`) scans at the request's
+    /// snapshot: the bucket's files directly when that snapshot's listing allows it for every
+    /// window (module `files`), else the table itself. A failed direct read (a listing or a
+    /// file the catalog no longer has) is retried as the DuckLake scan, so the direct path can
+    /// make a read faster but never fail it.
     #[allow(clippy::too_many_arguments)] // A statement: its table, windows, text, parameters, row.
     pub(crate) fn rows_of<const N: usize, T>(
         &self,
@@ -203,11 +162,41 @@ impl Engine {
         params: &[&dyn duckdb::ToSql],
         row: impl Fn(&duckdb::Row<'_>) -> duckdb::Result<T>,
     ) -> Result<Vec<T>> {
+        let files = match table {
+            FileTable::Signals => self.signal_files.as_ref(),
+            FileTable::Events => self.event_files.as_ref(),
+        };
         let bucket = subject_bucket(subject);
-        self.with_files(context, table, bucket, windows, |c, relations| {
-            let mut stmt = c.prepare(&sql(relations))?;
-            let rows = stmt.query_map(params, &row)?;
-            rows.collect()
+        self.with_snapshot(context, |c, snapshot| {
+            let run = |relations: &[String; N]| -> duckdb::Result<Vec<T>> {
+                let mut stmt = c.prepare(&sql(relations))?;
+                let rows = stmt.query_map(params, &row)?;
+                rows.collect()
+            };
+            let scan = || [(); N].map(|()| snapshot.table(table.name()));
+            let direct = files.and_then(|files| {
+                files
+                    .relations(c, snapshot, bucket, windows)
+                    .map_err(|e| self.db_error("list table files", e))
+                    .inspect_err(|e| tracing::warn!(error = %e, "file listing failed"))
+                    .ok()
+                    .flatten()
+            });
+            match direct.map(|relations| run(&relations)) {
+                Some(Ok(answer)) => {
+                    self.direct_reads.fetch_add(1, Ordering::Relaxed);
+                    Ok(answer)
+                }
+                // The request was given up: the failure is its interrupt, not the files'.
+                Some(Err(e)) if dq_lake::given_up() => Err(e),
+                Some(Err(e)) => {
+                    // Logged through the redactor: a catalog error can carry its DSN.
+                    let e = self.db_error("read table files", e);
+                    tracing::warn!(error = %e, "direct read failed; scanning the lake");
+                    run(&scan())
+                }
+                None => run(&scan()),
+            }
         })
     }
 
