@@ -1176,10 +1176,10 @@ impl<'a> Bench<'a> {
                         let filter = self.filter(case);
                         // The served path's reads: rows with their payloads in one statement.
                         let rows = if case == Case::ListEvents {
-                            db.read(move |r| r.search_with_payloads(&filter, LIST_LIMIT as usize))
+                            db.read(move |r| r.search_rows(&filter, LIST_LIMIT as usize, true))
                                 .await?
                         } else {
-                            vec![db.read(move |r| r.latest_with_payload(&filter)).await?]
+                            vec![db.read(move |r| r.latest_row(&filter, true)).await?]
                         };
                         let events = payloads.events(rows).await?;
                         Answer::Events(

@@ -230,7 +230,7 @@ impl FetchApi {
         let limit = clamp_limit(limit);
         let rows = self
             .db
-            .read(move |r| r.search_with_payloads(&filter, limit))
+            .read(move |r| r.search_rows(&filter, limit, true))
             .await
             .map_err(|e| status(e, texts))?;
         if rows.is_empty() {
@@ -398,7 +398,7 @@ impl FetchService for FetchApi {
             let filter = self.scoped_filter(&call, options, advanced, texts).await?;
             let row = self
                 .db
-                .read(move |r| r.latest_with_payload(&filter))
+                .read(move |r| r.latest_row(&filter, true))
                 .await
                 .map_err(|e| status(e, texts))?;
             // Any failure past the search is the payload's.

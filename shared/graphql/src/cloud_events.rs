@@ -14,7 +14,7 @@ use async_graphql::dynamic::{FieldValue, ObjectAccessor, ResolverContext};
 use async_graphql::{Error, Name, Number, Result, Value};
 use chrono::{DateTime, Utc};
 use dq_auth::DeviceLinks;
-use dq_rawquery::{Db, FetchError, Filter, Index, Payloads, StringFilter, Voiding};
+use dq_rawquery::{Db, FetchError, Filter, Index, Payloads, StoredRow, StringFilter};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -181,51 +181,49 @@ fn wants_payload(ctx: &ResolverContext<'_>) -> bool {
         .any(|f| matches!(f.name(), "data" | "dataBase64"))
 }
 
-/// Events as GraphQL values, in input order: an externalized, unsealed payload becomes a
-/// presigned `dataUrl`; otherwise the payload is resolved (batched) only when selected.
-async fn to_values(
-    ctx: &ResolverContext<'_>,
-    indexes: Vec<Index>,
-    voiding: Voiding,
-) -> Result<Vec<Value>> {
+/// Events as GraphQL values, in input order, from rows read with their payload columns: an
+/// externalized, unsealed payload becomes a presigned `dataUrl`; otherwise the payload is
+/// taken from the row (or the blob store) only when selected.
+async fn to_values(ctx: &ResolverContext<'_>, rows: Vec<StoredRow>) -> Result<Vec<Value>> {
     let b = backend(ctx)?;
-    let mut urls: Vec<Option<String>> = Vec::with_capacity(indexes.len());
-    for index in &indexes {
-        let url = match (b.payloads.presign_key(index), &b.store) {
+    let mut urls: Vec<Option<String>> = Vec::with_capacity(rows.len());
+    let mut inline = Vec::new();
+    let mut headers = Vec::with_capacity(rows.len());
+    for row in rows {
+        let index = row.index();
+        let url = match (b.payloads.presign_key(&index), &b.store) {
             (Some(key), Some(store)) => store
                 .presign_get(key, PRESIGN_TTL)
                 .await
                 .map_err(|e| fetch_error(ctx, FetchError::Blob(e)))?,
             _ => None,
         };
+        if url.is_none() {
+            inline.push(row);
+        }
         urls.push(url);
+        headers.push(index.header);
     }
-    let inline: Vec<Index> = indexes
-        .iter()
-        .zip(&urls)
-        .filter(|(_, url)| url.is_none())
-        .map(|(i, _)| i.clone())
-        .collect();
-    let mut resolved = if wants_payload(ctx) && !inline.is_empty() {
+    let with_payload = wants_payload(ctx);
+    let mut resolved = if with_payload && !inline.is_empty() {
         b.payloads
-            .resolve_with(&b.db, &inline, voiding)
+            .events(inline)
             .await
             .map_err(|e| fetch_error(ctx, e))?
             .into_iter()
     } else {
         Vec::new().into_iter()
     };
-    let with_payload = wants_payload(ctx);
-    Ok(indexes
+    Ok(headers
         .iter()
         .zip(&urls)
-        .map(|(index, url)| match url {
-            Some(u) => event_value(&index.header, &[], "", Some(u)),
+        .map(|(header, url)| match url {
+            Some(u) => event_value(header, &[], "", Some(u)),
             None if with_payload => match resolved.next() {
                 Some(e) => event_value(&e.header, &e.data, &e.data_base64, None),
-                None => event_value(&index.header, &[], "", None),
+                None => event_value(header, &[], "", None),
             },
-            None => event_value(&index.header, &[], "", None),
+            None => event_value(header, &[], "", None),
         })
         .collect())
 }
@@ -233,9 +231,8 @@ async fn to_values(
 /// `cloudEvents(subject, limit = 10, filter)`: newest first, `[]` when none.
 pub async fn cloud_events(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
     let filter = authorized_filter(ctx).await?;
-    let voiding = filter.voiding;
-    let indexes = search(ctx, filter).await?;
-    let values = to_values(ctx, indexes, voiding).await?;
+    let rows = search_rows(ctx, filter).await?;
+    let values = to_values(ctx, rows).await?;
     Ok(Some(FieldValue::value(Value::List(values))))
 }
 
@@ -262,6 +259,18 @@ async fn search(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Vec<Index>>
         .map_err(|e| fetch_error(ctx, e))
 }
 
+/// [`search`] as rows, with their payload columns when a payload is selected: one statement
+/// (one snapshot, no second read by id).
+async fn search_rows(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Vec<StoredRow>> {
+    let limit = limit_arg(ctx)?;
+    let payload = wants_payload(ctx);
+    backend(ctx)?
+        .db
+        .read(move |r| r.search_rows(&filter, limit, payload))
+        .await
+        .map_err(|e| fetch_error(ctx, e))
+}
+
 /// The newest match; `None` when there is none.
 async fn latest(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Option<Index>> {
     match backend(ctx)?.db.read(move |r| r.latest(&filter)).await {
@@ -274,14 +283,17 @@ async fn latest(ctx: &ResolverContext<'_>, filter: Filter) -> Result<Option<Inde
 /// `latestCloudEvent`: no match is `null` or an error ([`DialectExt::latest_may_be_null`]).
 pub async fn latest_cloud_event(ctx: &ResolverContext<'_>) -> Result<Option<FieldValue<'static>>> {
     let filter = authorized_filter(ctx).await?;
-    let voiding = filter.voiding;
-    let Some(index) = latest(ctx, filter).await? else {
-        if Dialect::of(ctx.ctx).latest_may_be_null() {
-            return Ok(None);
-        }
-        return Err(fetch_error(ctx, FetchError::NotFound));
+    let payload = wants_payload(ctx);
+    let row = match backend(ctx)?
+        .db
+        .read(move |r| r.latest_row(&filter, payload))
+        .await
+    {
+        Ok(row) => row,
+        Err(FetchError::NotFound) if Dialect::of(ctx.ctx).latest_may_be_null() => return Ok(None),
+        Err(e) => return Err(fetch_error(ctx, e)),
     };
-    let mut values = to_values(ctx, vec![index], voiding).await?;
+    let mut values = to_values(ctx, vec![row]).await?;
     Ok(values.pop().map(FieldValue::value))
 }
 

@@ -1,6 +1,6 @@
 //! Payload resolution: indexes → events with their payloads.
 //!
-//! A search read with its payload columns ([`crate::Reader::search_with_payloads`]) goes
+//! A search read with its payload columns ([`crate::Reader::search_rows`]) goes
 //! straight to [`Payloads::events`]. An index alone (a client's, or a search's without payloads)
 //! is only validated by the caller; resolution re-reads `raw_events` by
 //! `(subject, id)` in batches (125 ids per query, 8 rows per id), matches each index to its row by

@@ -119,16 +119,17 @@ impl<'a> Reader<'a> {
         Ok(rows.iter().map(StoredRow::index).collect())
     }
 
-    /// [`Reader::search`] with each row's payload columns, in the same statement: the rows
-    /// [`crate::Payloads::events`] needs, with no second read by id.
+    /// [`Reader::search`] as rows; with `payload`, each row's payload columns come in the same
+    /// statement: the rows [`crate::Payloads::events`] needs, with no second read by id.
     ///
     /// # Errors
     /// As [`Reader::search`].
-    pub fn search_with_payloads(&self, filter: &Filter, limit: usize) -> Result<Vec<StoredRow>> {
-        self.search_rows(filter, limit, true)
-    }
-
-    fn search_rows(&self, filter: &Filter, limit: usize, payload: bool) -> Result<Vec<StoredRow>> {
+    pub fn search_rows(
+        &self,
+        filter: &Filter,
+        limit: usize,
+        payload: bool,
+    ) -> Result<Vec<StoredRow>> {
         let after = filter.effective_after(Utc::now());
         self.search_window(filter, after, None, limit, filter.order, payload)
     }
@@ -160,12 +161,13 @@ impl<'a> Reader<'a> {
             .map(|row| row.index())
     }
 
-    /// [`Reader::latest`] with the row's payload columns, in the same statement.
+    /// [`Reader::latest`] as its row; with `payload`, its payload columns come in the same
+    /// statement.
     ///
     /// # Errors
     /// As [`Reader::latest`].
-    pub fn latest_with_payload(&self, filter: &Filter) -> Result<StoredRow> {
-        self.latest_row_at(filter, Utc::now(), true)
+    pub fn latest_row(&self, filter: &Filter, payload: bool) -> Result<StoredRow> {
+        self.latest_row_at(filter, Utc::now(), payload)
     }
 
     fn latest_row_at(
