@@ -11,7 +11,7 @@ DEMO_DIR ?= $(CURDIR)/.local/demo
 DEMO_VEHICLES ?= 12
 DEMO_DAYS ?= 2
 
-.PHONY: help extensions venv bench-venv build fmt lint test test-only fuzz-build demo bench bench-decode bench-materializer bench-query chaos reliability clean-demo
+.PHONY: help extensions venv bench-venv build fmt lint test test-only fuzz-build demo bench bench-decode bench-materializer bench-query bench-listing chaos reliability clean-demo
 
 help:
 	@echo "make demo          seed a local lake, decode it, serve GraphQL (dq :8080, telemetry :8081, fetch :8082) + FetchService (prints curls)"
@@ -27,6 +27,7 @@ help:
 	@echo "make playground-check  GraphiQL at / in headless chromium: run a query, screenshot docs/playground.png"
 	@echo "make bench-materializer  materializer events/s beside the engine floor (1M events, file + PostgreSQL)"
 	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService, segments, dailyActivity (200 vehicles x 30 days, file + PostgreSQL)"
+	@echo "make bench-listing the direct reads' file listing refreshed after one commit on a catalog with 100,000 data files (PostgreSQL + file)"
 	@echo "make bench         every case in one run (200 vehicles x 30 days, PostgreSQL) beside the DuckDB floor and ClickHouse (chDB); BENCHMARKS.md + BENCHMARKS.json"
 	@echo "make chaos         long chaos run: SIGKILL the materializer 200 times while din writes"
 	@echo "make reliability   fault, hostile-input, secrets and load tests (long variants); writes RELIABILITY.md"
@@ -99,9 +100,14 @@ bench-query: extensions
 bench-venv:
 	@scripts/bench-venv.sh
 
+bench-listing: extensions
+	$(CARGO) build --workspace --bins
+	$(BENCH) listing
+
 bench: extensions bench-venv
 	$(CARGO) build --workspace --bins
 	$(BENCH) all
+	$(BENCH) listing
 
 # The long variant of the chaos test that `make test` runs with 25 kills.
 chaos: extensions venv

@@ -11,6 +11,7 @@
 mod clickhouse;
 mod dataset;
 mod decode;
+mod listing;
 mod materializer;
 mod query;
 mod report;
@@ -39,6 +40,9 @@ enum Command {
     /// Read latency (cold and warm) of signals, signalsLatest and FetchService cloud events,
     /// through GraphQL HTTP / gRPC and as the bare SQL, on the file and PostgreSQL catalogs.
     Query(query::Args),
+    /// The direct reads' file listing refreshed after one commit on a catalog with 100,000
+    /// data files, beside a whole load and DuckLake's own listing.
+    Listing(listing::Args),
     /// Every case in one run on one dataset, beside the DuckDB floor and ClickHouse (chDB),
     /// as ratios; writes BENCHMARKS.md and BENCHMARKS.json.
     All(suite::Args),
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Command::Materializer(args) => materializer::run(&args),
         Command::Query(args) => query::run(&args),
         Command::All(args) => suite::run(&args),
+        Command::Listing(args) => listing::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

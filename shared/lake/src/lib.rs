@@ -12,6 +12,7 @@
 //! - [`progress`]: `meta.din_consumer_progress` (din's snapshot-expiry floor) and snapshots.
 //! - [`redact`]: masking of credentials in every error and log line.
 //! - [`retry`]: commit-conflict retry.
+//! - [`indexes`]: the indexes dq adds to a PostgreSQL catalog (listing refreshes).
 //! - [`interruptible`]: a request's reads, interrupted when its caller gives up.
 //! - [`snapshot`]: the one snapshot all statements of a request read.
 //! - `testing` (feature): fresh lakes on both catalog backends for tests.
@@ -20,6 +21,7 @@
 pub mod catalog;
 pub mod config;
 mod error;
+pub mod indexes;
 mod interrupt;
 mod pool;
 pub mod progress;

@@ -34,6 +34,7 @@ pub struct SharedLake {
     redactor: Redactor,
     // The catalog's credentials come from a secret (fixed for the lake's life: same config).
     rotating: bool,
+    postgres: bool,
 }
 
 impl std::fmt::Debug for SharedLake {
@@ -49,12 +50,19 @@ impl SharedLake {
     pub fn new(lake: Lake) -> SharedLake {
         let redactor = lake.redactor().clone();
         let rotating = lake.config().catalog_secret.is_some();
+        let postgres = lake.config().catalog.is_postgres();
         SharedLake {
             lake: Mutex::new(lake),
             generation: AtomicU64::new(0),
             redactor,
             rotating,
+            postgres,
         }
+    }
+
+    /// True when the metadata catalog is PostgreSQL (`postgres_query` reaches it).
+    pub fn is_postgres(&self) -> bool {
+        self.postgres
     }
 
     /// The redactor of the lake's secrets, shared with every reopened instance.
@@ -157,6 +165,11 @@ impl Pool {
     /// The redactor of the lake's secrets.
     pub fn redactor(&self) -> &Redactor {
         self.lake.redactor()
+    }
+
+    /// The pooled lake's [`SharedLake::is_postgres`].
+    pub fn is_postgres(&self) -> bool {
+        self.lake.is_postgres()
     }
 
     /// An idle connection of the current instance, else a new one; idle connections of a

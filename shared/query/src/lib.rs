@@ -34,6 +34,7 @@ pub mod latest;
 /// GraphQL layer.
 pub use ::dq_segments as segments;
 pub use error::{Error, Result};
+pub use files::{ListingReport, ListingSource};
 
 use dq_cloudevent::{eip55, subject_bucket, EthrDid};
 use dq_lake::duckdb::{self, Connection};
@@ -76,13 +77,14 @@ impl Engine {
     /// Reads through a lake shared with other readers (e.g. the cloud-event reader); an
     /// invalidated instance is reopened for all of them ([`SharedLake`]).
     pub fn on(lake: Arc<SharedLake>) -> Engine {
+        let postgres = lake.is_postgres();
         Engine {
             has_signals_rollup: AtomicBool::new(false),
             has_events_rollup: AtomicBool::new(false),
             reads: AtomicU64::new(0),
             pool: Pool::new(lake, MAX_IDLE_CONNECTIONS),
-            signal_files: Some(files::TableFiles::new(FileTable::Signals)),
-            event_files: Some(files::TableFiles::new(FileTable::Events)),
+            signal_files: Some(files::TableFiles::new(FileTable::Signals, postgres)),
+            event_files: Some(files::TableFiles::new(FileTable::Events, postgres)),
             direct_reads: AtomicU64::new(0),
         }
     }
@@ -92,8 +94,9 @@ impl Engine {
     /// tested against.
     #[must_use]
     pub fn direct_file_reads(mut self, on: bool) -> Engine {
-        self.signal_files = on.then(|| files::TableFiles::new(FileTable::Signals));
-        self.event_files = on.then(|| files::TableFiles::new(FileTable::Events));
+        let postgres = self.pool.is_postgres();
+        self.signal_files = on.then(|| files::TableFiles::new(FileTable::Signals, postgres));
+        self.event_files = on.then(|| files::TableFiles::new(FileTable::Events, postgres));
         self
     }
 
@@ -197,6 +200,22 @@ impl Engine {
                 }
                 None => run(&scan()),
             }
+        })
+    }
+
+    /// Brings the file listings of `lake.signals` and `lake.events` to the newest snapshot, as
+    /// the next read would (cached, refreshed from the previous listing, or loaded whole), and
+    /// says how each was obtained. Empty with direct reads off.
+    ///
+    /// # Errors
+    /// The catalog could not be read.
+    pub fn list_files(&self) -> Result<Vec<ListingReport>> {
+        self.with_snapshot("list table files", |c, snapshot| {
+            [&self.signal_files, &self.event_files]
+                .into_iter()
+                .flatten()
+                .map(|files| files.listing(c, snapshot))
+                .collect()
         })
     }
 

@@ -188,8 +188,8 @@ pub struct SchemaReport {
 }
 
 /// Creates dq's tables where missing, lays out only what lacks a layout, creates and seeds
-/// `lake.ingest_progress` once (adding its fence and resume columns to an older catalog), and creates
-/// `meta.din_consumer_progress` defensively.
+/// `lake.ingest_progress` once (adding its fence and resume columns to an older catalog), creates
+/// `meta.din_consumer_progress` defensively and, on PostgreSQL, the catalog's change indexes.
 /// Retried on commit conflicts (two writers bootstrapping a fresh catalog).
 pub fn ensure(lake: &Lake) -> dq_lake::Result<SchemaReport> {
     let mut report = SchemaReport::default();
@@ -225,6 +225,11 @@ pub fn ensure(lake: &Lake) -> dq_lake::Result<SchemaReport> {
         seed_cursor(lake)
     })?;
     progress::ensure(lake)?;
+    // Listing refreshes stay exact without them, only slower: a role that may not index din's
+    // catalog is told, not stopped.
+    if let Err(e) = dq_lake::indexes::ensure(lake) {
+        tracing::warn!(error = %e, "catalog change indexes not created; file listings refresh by scans");
+    }
     Ok(report)
 }
 

@@ -1,7 +1,7 @@
 //! Direct reads (the engine reads a bucket's files itself, listed once per snapshot) answer
 //! exactly as the DuckLake scan, on both catalogs: on a clean lake, after a commit moved the
 //! snapshot, with inlined rows, with delete files, and after din's maintenance merged and
-//! removed files. Covered: the `signals` aggregation, and every statement of `segments` and
+//! removed files; listings after a commit are refreshed, not reloaded. Covered: the `signals` aggregation, and every statement of `segments` and
 //! `dailyActivity` (signals and events).
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use dq_query::aggregate::{
 };
 use dq_query::segments::signals::{FloatAggregation, SignalRequest};
 use dq_query::segments::{DailyActivityRequest, Mechanism, SegmentsRequest};
-use dq_query::Engine;
+use dq_query::{Engine, ListingSource};
 
 backend_tests!(direct_reads_answer_as_the_lake_scan);
 
@@ -231,6 +231,17 @@ fn compare_activity(f: &Fixture, stage: &str) -> usize {
     segments
 }
 
+/// After a commit, both listings move forward from the cached ones instead of loading whole.
+fn assert_refreshed(f: &Fixture, stage: &str) {
+    let reports = f.direct.list_files().unwrap();
+    assert_eq!(reports.len(), 2, "{stage}");
+    for r in reports {
+        assert_eq!(r.source, ListingSource::Refreshed, "{stage}: {r:?}");
+        assert!(r.usable, "{stage}: {r:?}");
+    }
+    assert!(f.scan.list_files().unwrap().is_empty());
+}
+
 fn exec(f: &Fixture, sql: &str) {
     let (conn, _) = f.shared.connect().unwrap();
     conn.execute_batch(sql).unwrap();
@@ -275,6 +286,7 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
             at.to_rfc3339()
         ),
     );
+    assert_refreshed(&f, "inlined rows");
     let req = &requests(&f)[0];
     let direct = f.direct.aggregate(req).unwrap();
     assert!(
@@ -292,6 +304,7 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
             (f.last - Duration::hours(20)).to_rfc3339()
         ),
     );
+    assert_refreshed(&f, "delete files");
     compare(&f, "delete files");
     compare_activity(&f, "delete files");
 
