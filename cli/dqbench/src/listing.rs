@@ -310,7 +310,8 @@ fn render(all: &[Figures]) -> String {
         "## File listing on a catalog of production's size\n\n\
          `make bench` (`dq-bench listing`): `lake.signals` with 100,000 more data files registered \
          in the catalog (one per bucket-day: 256 buckets × ~400 days; catalog rows only — the \
-         listing reads no file). Then one real commit (a new file), and the next read's listing \
+         listing reads no file; PostgreSQL's tables then analyzed, as autovacuum keeps a \
+         production catalog). Then one real commit (a new file), and the next read's listing \
          is timed: **refresh** moves the cached listing forward by the catalog rows that changed \
          between its snapshot and the new one (on PostgreSQL in one statement run inside the \
          catalog); **whole load** is what every commit cost before; **DuckLake's own listing** \
