@@ -872,7 +872,7 @@ mod tests {
     }
 
     fn newest(conn: &Connection) -> i64 {
-        dq_lake::snapshot::newest(conn).unwrap().0
+        dq_lake::snapshot::newest(conn, false).unwrap().0
     }
 
     /// `n` speed rows per subject of `subjects`, one per hour from `day` 00:00.

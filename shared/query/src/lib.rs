@@ -144,7 +144,8 @@ impl Engine {
         context: &str,
         run: impl FnOnce(&Connection, Snapshot) -> duckdb::Result<T>,
     ) -> Result<T> {
-        self.with_conn(context, |c| run(c, dq_lake::request_snapshot(c)?))
+        let postgres = self.pool.is_postgres();
+        self.with_conn(context, |c| run(c, dq_lake::request_snapshot(c, postgres)?))
     }
 
     /// The rows of the statement `sql(relations)` over `subject`'s data in `table`, `params`

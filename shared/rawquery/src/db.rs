@@ -48,7 +48,8 @@ impl Db {
         let db = Arc::clone(self);
         dq_lake::interruptible(move || {
             let pooled = db.pool.checkout()?;
-            let out = f(&Reader::new(pooled.conn(), db.pool.redactor()));
+            let reader = Reader::new(pooled.conn(), db.pool.redactor(), db.pool.is_postgres());
+            let out = f(&reader);
             let error = out.as_ref().err().map(ToString::to_string);
             db.pool.give_back(pooled, error.as_deref());
             out

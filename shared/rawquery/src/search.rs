@@ -96,17 +96,24 @@ const DEDUP: &str = r#" QUALIFY row_number() OVER (PARTITION BY r.subject, date_
 pub struct Reader<'a> {
     conn: &'a Connection,
     redactor: &'a Redactor,
+    /// The metadata catalog is PostgreSQL ([`dq_lake::snapshot::newest`]).
+    postgres: bool,
 }
 
 impl<'a> Reader<'a> {
-    /// A reader over `conn`.
-    pub fn new(conn: &'a Connection, redactor: &'a Redactor) -> Reader<'a> {
-        Reader { conn, redactor }
+    /// A reader over `conn`; `postgres`: its lake's catalog is PostgreSQL.
+    pub fn new(conn: &'a Connection, redactor: &'a Redactor, postgres: bool) -> Reader<'a> {
+        Reader {
+            conn,
+            redactor,
+            postgres,
+        }
     }
 
     /// The request's snapshot: every statement names `lake.raw_events` at it.
     fn snapshot(&self) -> Result<Snapshot> {
-        dq_lake::request_snapshot(self.conn).map_err(|e| self.error("read the lake's snapshot", e))
+        dq_lake::request_snapshot(self.conn, self.postgres)
+            .map_err(|e| self.error("read the lake's snapshot", e))
     }
 
     /// Up to `limit` matching indexes (`limit` is clamped to 1..=1000), in the filter's order;
