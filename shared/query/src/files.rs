@@ -1,5 +1,5 @@
 //! Direct reads of `lake.signals` and `lake.events`: a table's file list read from the catalog
-//! once per snapshot.
+//! once, then moved forward snapshot by snapshot.
 //!
 //! A DuckLake scan lists every live file of the table, with its statistics, from the catalog on
 //! every query, so a one-vehicle read costs time proportional to the whole table's file count
@@ -7,7 +7,9 @@
 //! although it opens only the few files of one `subject_bucket` and a few days. Data files are
 //! immutable and a snapshot id fixes a table's file list, so a list loaded for snapshot S is exact
 //! for every read of S: a read takes its request's pinned snapshot ([`dq_lake::request_snapshot`])
-//! and loads the list when no cached one is of that snapshot. The read then scans only the
+//! and, when no cached list is of that snapshot, moves the newest older one forward by the
+//! catalog rows that changed in between (`refresh`; time ∝ the commits, not the table) or,
+//! when that cannot be exact, loads the list whole (`load`). The read then scans only the
 //! subject's bucket's files whose day partition meets the window, with `read_parquet`, under the
 //! same SQL. Nothing is cached beyond the snapshot's own metadata, so answers equal the DuckLake
 //! scan's (tests pin it).
