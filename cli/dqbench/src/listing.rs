@@ -64,20 +64,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     for name in &args.catalogs {
         all.push(measure(dataset::backend(name)?, args)?);
     }
-    let body = render(&all);
-    print!("{body}");
-    if args.no_write {
-        eprintln!("--no-write: BENCHMARKS.md and BENCHMARKS.json left as is");
-        return Ok(());
-    }
-    let md = report::benchmarks_md();
-    report::update_section(&md, "listing", &body)?;
-    let json_path = md.with_extension("json");
-    let mut doc: serde_json::Value = std::fs::read_to_string(&json_path)
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or_else(|| json!({}));
-    doc["listing"] = json!(all
+    let figures = json!(all
         .iter()
         .map(|f| json!({
             "catalog": f.catalog,
@@ -91,10 +78,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "machine": report::machine(),
         }))
         .collect::<Vec<_>>());
-    std::fs::write(&json_path, serde_json::to_string_pretty(&doc)? + "\n")
-        .with_context(|| format!("write {}", json_path.display()))?;
-    println!("updated {} and {}", md.display(), json_path.display());
-    Ok(())
+    report::publish(
+        "listing",
+        &render(&all),
+        args.no_write,
+        json!({ "listing": figures }),
+    )
 }
 
 fn measure(backend: Backend, args: &Args) -> anyhow::Result<Figures> {

@@ -27,6 +27,37 @@ pub fn update_section(path: &Path, name: &str, body: &str) -> anyhow::Result<()>
     std::fs::write(path, updated).with_context(|| format!("write {}", path.display()))
 }
 
+/// Prints `body`, and unless `no_write` makes it the `section` of `BENCHMARKS.md` and merges
+/// the top-level keys of `json` into `BENCHMARKS.json`, keeping the keys other runs wrote (the
+/// `all` and `listing` runs each own theirs).
+pub fn publish(
+    section: &str,
+    body: &str,
+    no_write: bool,
+    json: serde_json::Value,
+) -> anyhow::Result<()> {
+    print!("{body}");
+    if no_write {
+        eprintln!("--no-write: BENCHMARKS.md and BENCHMARKS.json left as is");
+        return Ok(());
+    }
+    let md = benchmarks_md();
+    update_section(&md, section, body)?;
+    let json_path = md.with_extension("json");
+    let mut doc = std::fs::read_to_string(&json_path)
+        .ok()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}));
+    if let (Some(doc), serde_json::Value::Object(keys)) = (doc.as_object_mut(), json) {
+        doc.extend(keys);
+    }
+    std::fs::write(&json_path, serde_json::to_string_pretty(&doc)? + "\n")
+        .with_context(|| format!("write {}", json_path.display()))?;
+    println!("updated {} and {}", md.display(), json_path.display());
+    Ok(())
+}
+
 /// What a figure was measured on: the commit (`DQ_BENCH_COMMIT`, set by the Makefile), the CPU
 /// count and model.
 pub fn machine() -> String {

@@ -241,22 +241,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         cold_starts,
         total: started.elapsed(),
     };
-    let body = render(&run);
-    print!("{body}");
-    if args.no_write {
-        eprintln!("--no-write: BENCHMARKS.md and BENCHMARKS.json left as is");
-        return Ok(());
-    }
-    let md = report::benchmarks_md();
-    report::update_section(&md, "bench", &body)?;
-    let json_path = md.with_extension("json");
-    std::fs::write(
-        &json_path,
-        serde_json::to_string_pretty(&to_json(&run))? + "\n",
-    )
-    .with_context(|| format!("write {}", json_path.display()))?;
-    println!("updated {} and {}", md.display(), json_path.display());
-    Ok(())
+    report::publish("bench", &render(&run), args.no_write, to_json(&run))
 }
 
 /// A path as a DuckDB string literal body (no quotes in our temp paths; refused otherwise).
