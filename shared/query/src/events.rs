@@ -5,7 +5,6 @@ use crate::files::FileTable;
 use crate::filter::{ArrayFilter, StringFilter};
 use crate::{check_subject, check_window, subject_predicate, ts_lit, Engine, Error, Result};
 use dq_lake::duckdb::params;
-use dq_lake::Snapshot;
 use dq_tables::keys::events_deduped_from;
 use dq_tables::latest::events_latest_over;
 
@@ -163,41 +162,48 @@ impl Engine {
         let filter = subject_predicate(subject);
         let mut out = Vec::new();
         if self.table_exists(&self.has_events_rollup, "events_latest")? {
-            out = self.summaries(subject, |s| {
-                format!("{} WHERE {filter}", s.table("events_latest"))
+            out = self.summaries(subject, FileTable::EventsLatest, |relation| {
+                format!("{relation} WHERE {filter}")
             })?;
         }
         if out.is_empty() {
-            out = self.summaries(subject, |s| {
-                let deduped = events_deduped_from(&s.table("events"), &filter);
+            out = self.summaries(subject, FileTable::Events, |relation| {
+                let deduped = events_deduped_from(relation, &filter);
                 format!("({})", events_latest_over(&deduped))
             })?;
         }
         Ok(out)
     }
 
-    /// The summaries read from the relation `from` names at the request's snapshot.
+    /// The summaries read from the relation `from` makes of `table` (its files directly when
+    /// the listing allows), over the subject's whole history.
     fn summaries(
         &self,
         subject: &str,
-        from: impl FnOnce(Snapshot) -> String,
+        table: FileTable,
+        from: impl Fn(&str) -> String,
     ) -> Result<Vec<EventSummary>> {
-        self.with_snapshot("event summaries", |c, snapshot| {
-            let sql = format!(
-                "SELECT name, \"count\", epoch_us(first_seen), epoch_us(last_seen) FROM {} ORDER BY name",
-                from(snapshot)
-            );
-            let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![subject], |r| {
+        self.rows_of(
+            "event summaries",
+            table,
+            subject,
+            [(i64::MIN, i64::MAX)],
+            |[relation]| {
+                format!(
+                    "SELECT name, \"count\", epoch_us(first_seen), epoch_us(last_seen) FROM {} ORDER BY name",
+                    from(relation)
+                )
+            },
+            params![subject],
+            |r| {
                 Ok(EventSummary {
                     name: r.get(0)?,
                     count: r.get(1)?,
                     first_seen_us: r.get(2)?,
                     last_seen_us: r.get(3)?,
                 })
-            })?;
-            rows.collect()
-        })
+            },
+        )
     }
 }
 

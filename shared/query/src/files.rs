@@ -1,4 +1,5 @@
-//! Direct reads of `lake.signals` and `lake.events`: a table's file list read from the catalog
+//! Direct reads of dq's tables (`lake.signals`, `lake.events` and their rollups
+//! `lake.signals_latest`, `lake.events_latest`): a table's file list read from the catalog
 //! once, then moved forward snapshot by snapshot.
 //!
 //! A DuckLake scan lists every live file of the table, with its statistics, from the catalog on
@@ -14,10 +15,16 @@
 //! same SQL. Nothing is cached beyond the snapshot's own metadata, so answers equal the DuckLake
 //! scan's (tests pin it).
 //!
-//! Whatever a plain parquet read would not reproduce exactly sends the read back to the DuckLake
-//! scan: a selected file with a delete file, an encryption key or a column mapping; a bucket
-//! with inlined rows; a listing that does not match DuckLake's own. A read with no file to read
-//! scans an empty relation of the table's columns: the DuckLake scan would find no row either.
+//! Deleted rows are applied as DuckLake applies them: a file's live delete file (its `pos`
+//! column) and the deletes DuckLake keeps inlined in the catalog
+//! (`ducklake_inlined_delete_<table id>`: file, row position, snapshot), both as row positions
+//! the read skips. Whatever a plain parquet read would not reproduce exactly sends the read back
+//! to the DuckLake scan: a selected file with an encryption key, a column mapping or more than
+//! one live delete file; a data or delete file written after the snapshot (DuckLake dates a
+//! flushed or merged file back to its rows' snapshots, and such a file can hold rows of later
+//! ones); a bucket with inlined rows; a listing that does not match DuckLake's own. A read with
+//! no file to read scans an empty relation of the table's columns: the DuckLake scan would find
+//! no row either.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,19 +34,19 @@ use chrono::{DateTime, NaiveDate};
 use dq_lake::duckdb::{self, Connection};
 use dq_lake::METADATA as META;
 use dq_lake::{quote, Snapshot};
-use dq_tables::schema::{EVENT_COLUMNS, SIGNAL_COLUMNS};
+use dq_tables::schema::{
+    EVENTS_LATEST_COLUMNS, EVENT_COLUMNS, SIGNALS_LATEST_COLUMNS, SIGNAL_COLUMNS,
+};
 
 /// Listings kept per table: the newest two snapshots, so requests pinned on either side of a
 /// commit do not reload each other's.
 const CACHED_LISTINGS: usize = 2;
 
 /// dq's partition spec of `lake.signals` and `lake.events`, as `transform:column` by key.
-const LAYOUT: [&str; 4] = [
-    "identity:subject_bucket",
-    "year:timestamp",
-    "month:timestamp",
-    "day:timestamp",
-];
+const TIME_LAYOUT: &str = "identity:subject_bucket,year:timestamp,month:timestamp,day:timestamp";
+
+/// dq's partition spec of the rollups: the bucket alone.
+const BUCKET_LAYOUT: &str = "identity:subject_bucket";
 
 /// A table read directly from its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +55,10 @@ pub(crate) enum FileTable {
     Signals,
     /// `lake.events`.
     Events,
+    /// `lake.signals_latest`.
+    SignalsLatest,
+    /// `lake.events_latest`.
+    EventsLatest,
 }
 
 impl FileTable {
@@ -56,6 +67,16 @@ impl FileTable {
         match self {
             FileTable::Signals => "signals",
             FileTable::Events => "events",
+            FileTable::SignalsLatest => "signals_latest",
+            FileTable::EventsLatest => "events_latest",
+        }
+    }
+
+    /// dq's partition spec of the table (`dq_tables::schema`), as the catalog spells it.
+    fn layout(self) -> &'static str {
+        match self {
+            FileTable::Signals | FileTable::Events => TIME_LAYOUT,
+            FileTable::SignalsLatest | FileTable::EventsLatest => BUCKET_LAYOUT,
         }
     }
 
@@ -64,6 +85,8 @@ impl FileTable {
         let columns: &[(&str, &str)] = match self {
             FileTable::Signals => &SIGNAL_COLUMNS,
             FileTable::Events => &EVENT_COLUMNS,
+            FileTable::SignalsLatest => &SIGNALS_LATEST_COLUMNS,
+            FileTable::EventsLatest => &EVENTS_LATEST_COLUMNS,
         };
         let list: Vec<String> = columns
             .iter()
@@ -135,13 +158,42 @@ struct Listing {
     inlined: HashSet<i32>,
     /// DuckLake's inlined-data tables of the table, by name.
     inlined_tables: Arc<Vec<String>>,
+    /// Deletes DuckLake keeps in the catalog, live at this snapshot: row positions by data
+    /// file id (read whole on every listing: the catalog holds them only until din flushes).
+    inlined_deletes: Arc<HashMap<i64, Vec<i64>>>,
     /// False when the listing could not be matched with DuckLake's own.
     usable: bool,
 }
 
-/// A data file row of the catalog: its stored path, whether that path is relative, dq
-/// partition `(bucket, day)` and whether the catalog marks it readable as plain parquet.
-type CatalogFile = (i64, String, bool, Option<(i32, NaiveDate)>, bool);
+/// A data file row of the catalog: its id, stored path, whether that path is relative, dq
+/// partition `(bucket, day)`, whether the catalog marks it readable as plain parquet, and its
+/// live delete files.
+type CatalogFile = (i64, String, bool, Option<Partition>, bool, DeleteFiles);
+
+/// A file's dq partition: its bucket and, for the time-partitioned tables, its day.
+type Partition = (i32, Option<NaiveDate>);
+
+/// A data file's live delete files at a snapshot, as the catalog lists them.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct DeleteFiles {
+    count: i64,
+    /// The newest one's id (DuckLake writes one per data file and snapshot).
+    max_id: Option<i64>,
+    /// Its stored path and whether that path is relative.
+    path: Option<(String, bool)>,
+    /// Parquet without an encryption key.
+    plain: bool,
+}
+
+impl DeleteFiles {
+    /// Whether a read at the snapshot whose `next_file_id` is `next` may apply these itself:
+    /// none, or exactly one plain delete file written by then. A later one (dated back by a
+    /// flush) can hold deletes of snapshots after the read's.
+    fn readable(&self, next: i64) -> bool {
+        self.count == 0
+            || (self.count == 1 && self.plain && self.max_id.is_some_and(|id| id < next))
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 struct DataFile {
@@ -149,7 +201,10 @@ struct DataFile {
     id: i64,
     path: String,
     day: Option<NaiveDate>,
-    /// Readable by `read_parquet` alone: no delete file, no encryption, no column mapping.
+    /// Its live delete file, resolved like `path`.
+    deletes: Option<String>,
+    /// Readable by `read_parquet` alone once `deletes` and the listing's inlined deletes are
+    /// applied: no encryption, no column mapping, written by the listing's snapshot.
     plain: bool,
 }
 
@@ -167,15 +222,16 @@ impl Listing {
     }
 
     /// The files a read of `bucket` over `[from_us, to_us)` must scan, or `None` when only the
-    /// DuckLake scan answers it exactly. A `from_us` before any representable day reads from
-    /// the first file (an unbounded look-back).
-    fn select(&self, bucket: i32, from_us: i64, to_us: i64) -> Option<Vec<&str>> {
+    /// DuckLake scan answers it exactly. A window reaching past the representable days reads
+    /// from the first file or to the last (an unbounded look-back, a rollup read).
+    fn select(&self, bucket: i32, from_us: i64, to_us: i64) -> Option<Vec<&DataFile>> {
         if !self.usable || self.inlined.contains(&bucket) {
             return None;
         }
         let first =
             DateTime::from_timestamp_micros(from_us).map_or(NaiveDate::MIN, |t| t.date_naive());
-        let last = DateTime::from_timestamp_micros(to_us.checked_sub(1)?)?.date_naive();
+        let last = DateTime::from_timestamp_micros(to_us.checked_sub(1)?)
+            .map_or(NaiveDate::MAX, |t| t.date_naive());
         let in_window = |f: &&DataFile| f.day.is_none_or(|d| d >= first && d <= last);
         let files: Vec<&DataFile> = self
             .by_bucket
@@ -188,7 +244,49 @@ impl Listing {
         if files.iter().any(|f| !f.plain) {
             return None;
         }
-        Some(files.iter().map(|f| f.path.as_str()).collect())
+        Some(files)
+    }
+
+    /// The relation `files` (from [`Listing::select`]) hold for `table`: `read_parquet` over
+    /// them, each file with deletes read alone with its deleted row positions skipped.
+    fn relation(&self, table: FileTable, files: &[&DataFile]) -> String {
+        if files.is_empty() {
+            return table.empty();
+        }
+        let (clean, dirty): (Vec<&DataFile>, Vec<&DataFile>) = files
+            .iter()
+            .partition(|f| f.deletes.is_none() && !self.inlined_deletes.contains_key(&f.id));
+        let list = |files: &[&DataFile]| {
+            let paths: Vec<String> = files.iter().map(|f| quote(&f.path)).collect();
+            paths.join(", ")
+        };
+        if dirty.is_empty() {
+            return format!("read_parquet([{}])", list(&clean));
+        }
+        let mut parts = Vec::new();
+        if !clean.is_empty() {
+            parts.push(format!("SELECT * FROM read_parquet([{}])", list(&clean)));
+        }
+        for f in dirty {
+            let mut skipped = Vec::new();
+            if let Some(deletes) = &f.deletes {
+                skipped.push(format!(
+                    "file_row_number NOT IN (SELECT pos FROM read_parquet({}))",
+                    quote(deletes)
+                ));
+            }
+            if let Some(positions) = self.inlined_deletes.get(&f.id) {
+                let list: Vec<String> = positions.iter().map(i64::to_string).collect();
+                skipped.push(format!("file_row_number NOT IN ({})", list.join(", ")));
+            }
+            parts.push(format!(
+                "SELECT * EXCLUDE (file_row_number) FROM read_parquet({}, file_row_number = true) \
+                 WHERE {}",
+                quote(&f.path),
+                skipped.join(" AND ")
+            ));
+        }
+        format!("({})", parts.join(" UNION ALL BY NAME "))
     }
 
     /// The bucket's (or the unpartitioned) files, copied for writing only when shared.
@@ -215,6 +313,23 @@ impl TableFiles {
         }
     }
 
+    /// One for each of dq's tables, none loaded yet.
+    pub(crate) fn all(postgres: bool) -> Vec<TableFiles> {
+        [
+            FileTable::Signals,
+            FileTable::Events,
+            FileTable::SignalsLatest,
+            FileTable::EventsLatest,
+        ]
+        .map(|table| TableFiles::new(table, postgres))
+        .into()
+    }
+
+    /// The table listed.
+    pub(crate) fn table(&self) -> FileTable {
+        self.table
+    }
+
     /// The relations reads of `bucket` over each of `windows` (`[from_us, to_us)`) scan in
     /// place of the table at `snapshot` — `read_parquet([…])` over its files — or `None` when
     /// any of them needs the DuckLake scan.
@@ -230,13 +345,9 @@ impl TableFiles {
     ) -> duckdb::Result<Option<[String; N]>> {
         let (listing, _) = self.at(conn, snapshot)?;
         let relations = windows.map(|(from_us, to_us)| {
-            listing.select(bucket, from_us, to_us).map(|paths| {
-                if paths.is_empty() {
-                    return self.table.empty();
-                }
-                let list: Vec<String> = paths.into_iter().map(quote).collect();
-                format!("read_parquet([{}])", list.join(", "))
-            })
+            listing
+                .select(bucket, from_us, to_us)
+                .map(|files| listing.relation(self.table, &files))
         });
         if relations.iter().any(Option::is_none) {
             return Ok(None);
@@ -294,7 +405,7 @@ impl TableFiles {
         let (listing, source) = match refreshed {
             Some(l) => (Arc::new(l), ListingSource::Refreshed),
             None => (
-                Arc::new(load(conn, self.table, snapshot.0)?),
+                Arc::new(load(conn, self.postgres, self.table, snapshot.0)?),
                 ListingSource::Loaded,
             ),
         };
@@ -330,8 +441,8 @@ fn changed(alias: &str, from: i64, to: i64) -> String {
     )
 }
 
-fn load(conn: &Connection, table: FileTable, s: i64) -> duckdb::Result<Listing> {
-    let name = table.name();
+fn load(conn: &Connection, postgres: bool, table: FileTable, s: i64) -> duckdb::Result<Listing> {
+    let (name, layout) = (table.name(), table.layout());
     let mut listing = Listing::unusable(s);
     let table: Option<i64> = conn
         .query_row(
@@ -372,41 +483,48 @@ fn load(conn: &Connection, table: FileTable, s: i64) -> duckdb::Result<Listing> 
     let dq_layout: HashSet<i64> = stmt
         .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
         .filter_map(|row| match row {
-            Ok((id, spec)) if spec == LAYOUT.join(",") => Some(Ok(id)),
+            Ok((id, spec)) if spec == layout => Some(Ok(id)),
             Ok(_) => None,
             Err(e) => Some(Err(e)),
         })
         .collect::<duckdb::Result<_>>()?;
 
-    // The catalog's rows by file name (DuckLake names files by UUID), with partition values.
+    // The catalog's rows by file name (DuckLake names files by UUID), with partition values
+    // and live delete files.
     let mut stmt = conn.prepare(&format!(
         "SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
            f.mapping_id IS NULL AND f.encryption_key IS NULL, \
-           string_agg(p.partition_value, '/' ORDER BY p.partition_key_index) \
+           string_agg(p.partition_value, '/' ORDER BY p.partition_key_index), \
+           d.n, d.max_id, d.path, d.relative, d.plain \
          FROM {META}.ducklake_data_file f \
          LEFT JOIN {META}.ducklake_file_partition_value p ON p.data_file_id = f.data_file_id \
+         LEFT JOIN ({}) d ON d.data_file_id = f.data_file_id \
          WHERE f.table_id = {table} AND {} \
          GROUP BY f.data_file_id, f.path, f.path_is_relative, f.partition_id, f.mapping_id, \
-           f.encryption_key",
+           f.encryption_key, d.n, d.max_id, d.path, d.relative, d.plain",
+        delete_files_sql(&format!("{META}."), table, s),
         live("f", s)
     ))?;
     let mut by_name: HashMap<String, CatalogFile> = HashMap::new();
     let rows = stmt.query_map([], |r| {
         Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, bool>(2)?,
-            r.get::<_, Option<i64>>(3)?,
-            r.get::<_, bool>(4)?,
-            r.get::<_, Option<String>>(5)?,
+            (
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, bool>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+                r.get::<_, bool>(4)?,
+                r.get::<_, Option<String>>(5)?,
+            ),
+            delete_files_at(r, 6)?,
         ))
     })?;
     for row in rows {
-        let (id, path, relative, partition_id, plain, values) = row?;
+        let ((id, path, relative, partition_id, plain, values), deletes) = row?;
         let partition = dq_partition_of(&dq_layout, partition_id, values.as_deref());
         let name = file_name(&path).to_owned();
         if by_name
-            .insert(name, (id, path, relative, partition, plain))
+            .insert(name, (id, path, relative, partition, plain, deletes))
             .is_some()
         {
             return Ok(Listing::unusable(s)); // two files of one name: not matchable, never guess
@@ -415,15 +533,23 @@ fn load(conn: &Connection, table: FileTable, s: i64) -> duckdb::Result<Listing> 
 
     // DuckLake's own listing at S: resolved paths, delete files, encryption.
     let mut stmt = conn.prepare(&format!(
-        "SELECT data_file, delete_file IS NULL AND data_file_encryption_key IS NULL \
+        "SELECT data_file, delete_file, data_file_encryption_key IS NULL \
          FROM ducklake_list_files('lake', '{name}', schema => 'main', snapshot_version => {s})"
     ))?;
-    let files = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?;
+    let files = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, bool>(2)?,
+        ))
+    })?;
     let mut matched = 0usize;
     let mut prefixes: HashSet<String> = HashSet::new();
+    let mut listed = Vec::new();
     for file in files {
-        let (path, plain) = file?;
-        let Some((id, stored, relative, partition, catalog_plain)) = by_name.get(file_name(&path))
+        let (path, delete_file, unencrypted) = file?;
+        let Some((id, stored, relative, partition, catalog_plain, deletes)) =
+            by_name.get(file_name(&path))
         else {
             return Ok(Listing::unusable(s));
         };
@@ -434,28 +560,133 @@ fn load(conn: &Connection, table: FileTable, s: i64) -> duckdb::Result<Listing> 
             prefixes.insert(prefix.to_owned());
         }
         matched += 1;
-        let file = DataFile {
-            id: *id,
-            path,
-            day: partition.map(|(_, d)| d),
-            plain: plain && *catalog_plain,
-        };
-        listing.insert(partition.map(|(b, _)| b), file);
+        listed.push((
+            *id,
+            path.clone(),
+            *partition,
+            unencrypted && *catalog_plain && *id < next_file_id,
+            deletes.clone(),
+            delete_file,
+        ));
     }
     if matched != by_name.len() || prefixes.len() > 1 {
         return Ok(Listing::unusable(s));
     }
+    listing.prefix = prefixes.into_iter().next().map(Arc::from);
+    for (id, path, partition, plain, deletes, listed_delete) in listed {
+        // The delete file as the catalog names it must be the one DuckLake itself reads.
+        let resolved = match &deletes.path {
+            None => None,
+            Some((path, false)) => Some(path.clone()),
+            Some((path, true)) => match &listing.prefix {
+                Some(prefix) => Some(format!("{prefix}{path}")),
+                None => return Ok(Listing::unusable(s)),
+            },
+        };
+        if deletes.count <= 1 && resolved != listed_delete {
+            return Ok(Listing::unusable(s));
+        }
+        let file = DataFile {
+            id,
+            path,
+            day: partition.and_then(|(_, d)| d),
+            deletes: resolved,
+            plain: plain && deletes.readable(next_file_id),
+        };
+        listing.insert(partition.map(|(b, _)| b), file);
+    }
     listing.table_id = table;
     listing.next_file_id = next_file_id;
     listing.dq_layout = Arc::new(dq_layout);
-    listing.prefix = prefixes.into_iter().next().map(Arc::from);
     let Some((tables, buckets)) = inlined(conn, table, s)? else {
         return Ok(Listing::unusable(s));
     };
     listing.inlined_tables = Arc::new(tables);
     listing.inlined = buckets;
+    listing.inlined_deletes = Arc::new(inlined_deletes(conn, postgres, table, s)?);
     listing.usable = true;
     Ok(listing)
+}
+
+/// Per data file of `table`, its delete files live at `s`: `data_file_id, n, max_id, path,
+/// relative, plain` (`path`/`relative` of the newest; `plain`: all parquet, unencrypted).
+fn delete_files_sql(m: &str, table: i64, s: i64) -> String {
+    format!(
+        "SELECT d.data_file_id, count(*) AS n, max(d.delete_file_id) AS max_id, \
+           max(d.path) AS path, bool_and(d.path_is_relative) AS relative, \
+           bool_and(d.encryption_key IS NULL AND lower(d.format) = 'parquet') AS plain \
+         FROM {m}ducklake_delete_file d WHERE d.table_id = {table} AND {} \
+         GROUP BY d.data_file_id",
+        live("d", s)
+    )
+}
+
+/// The [`delete_files_sql`] columns `n, max_id, path, relative, plain` from column `at` on
+/// (all NULL: no delete file).
+fn delete_files_at(r: &duckdb::Row<'_>, at: usize) -> duckdb::Result<DeleteFiles> {
+    let path: Option<String> = r.get(at + 2)?;
+    let relative: Option<bool> = r.get(at + 3)?;
+    Ok(DeleteFiles {
+        count: r.get::<_, Option<i64>>(at)?.unwrap_or(0),
+        max_id: r.get(at + 1)?,
+        path: path.zip(relative),
+        plain: r.get::<_, Option<bool>>(at + 4)?.unwrap_or(false),
+    })
+}
+
+/// DuckLake's table of the deletes it keeps in the catalog for the table with id `table`:
+/// `(file_id, row_id, begin_snapshot)`, `row_id` the position in the file. Created on the
+/// table's first inlined delete.
+fn inlined_delete_table(table: i64) -> String {
+    format!("ducklake_inlined_delete_{table}")
+}
+
+/// The deletes of `table` kept in the catalog and live at `s`, as row positions by data file.
+fn inlined_deletes(
+    conn: &Connection,
+    postgres: bool,
+    table: i64,
+    s: i64,
+) -> duckdb::Result<HashMap<i64, Vec<i64>>> {
+    let name = inlined_delete_table(table);
+    let select = format!(
+        "SELECT file_id, row_id FROM {{m}}{name} WHERE begin_snapshot <= {s} ORDER BY 1, 2"
+    );
+    let sql = if postgres {
+        // Asked first, so a lake without inlined deletes logs no error in PostgreSQL.
+        let exists: bool = conn.query_row(
+            &format!(
+                "SELECT * FROM postgres_query('{META}', {})",
+                quote(&format!("SELECT to_regclass({}) IS NOT NULL", quote(&name)))
+            ),
+            [],
+            |r| r.get(0),
+        )?;
+        if !exists {
+            return Ok(HashMap::new());
+        }
+        format!(
+            "SELECT * FROM postgres_query('{META}', {})",
+            quote(&select.replace("{m}", ""))
+        )
+    } else {
+        select.replace("{m}", &format!("{META}."))
+    };
+    let mut stmt = match conn.prepare(&sql) {
+        Ok(stmt) => stmt,
+        // The file catalog's metadata tables are not listed anywhere DuckDB can ask.
+        Err(e) if !postgres && e.to_string().contains("does not exist") => {
+            return Ok(HashMap::new())
+        }
+        Err(e) => return Err(e),
+    };
+    let mut out: HashMap<i64, Vec<i64>> = HashMap::new();
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
+    for row in rows {
+        let (file, position) = row?;
+        out.entry(file).or_default().push(position);
+    }
+    Ok(out)
 }
 
 /// `base` moved forward to snapshot `s` by the catalog rows that changed in `(base, s]`: data
@@ -488,7 +719,8 @@ fn refresh(
     let sql = format!(
         "SELECT b.kept, b.next_file_id, b.table_live, b.inlined_tables, b.inlined_buckets, \
            f.data_file_id, \
-           f.path, f.path_is_relative, f.partition_id, f.catalog_plain, f.live, f.deleted, f.part \
+           f.path, f.path_is_relative, f.partition_id, f.catalog_plain, f.live, f.part, \
+           f.n, f.max_id, f.del_path, f.del_relative, f.del_plain \
          FROM (SELECT \
              EXISTS (SELECT 1 FROM {m}ducklake_snapshot WHERE snapshot_id = {from}) AS kept, \
              (SELECT next_file_id FROM {m}ducklake_snapshot WHERE snapshot_id = {s}) AS next_file_id, \
@@ -498,12 +730,16 @@ fn refresh(
          LEFT JOIN (SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
              f.mapping_id IS NULL AND f.encryption_key IS NULL AS catalog_plain, \
              ({}) AS live, \
-             EXISTS (SELECT 1 FROM {m}ducklake_delete_file d \
-               WHERE d.table_id = {table} AND d.data_file_id = f.data_file_id AND {}) AS deleted, \
              (SELECT string_agg(p.partition_value, '/' ORDER BY p.partition_key_index) \
                FROM {m}ducklake_file_partition_value p \
-               WHERE p.table_id = {table} AND p.data_file_id = f.data_file_id) AS part \
+               WHERE p.table_id = {table} AND p.data_file_id = f.data_file_id) AS part, \
+             d.n, d.max_id, d.path AS del_path, d.relative AS del_relative, d.plain AS del_plain \
            FROM {m}ducklake_data_file f \
+           LEFT JOIN LATERAL (SELECT count(*) AS n, max(d.delete_file_id) AS max_id, \
+               max(d.path) AS path, bool_and(d.path_is_relative) AS relative, \
+               bool_and(d.encryption_key IS NULL AND lower(d.format) = 'parquet') AS plain \
+             FROM {m}ducklake_delete_file d \
+             WHERE d.table_id = {table} AND d.data_file_id = f.data_file_id AND {}) d ON true \
            WHERE f.table_id = {table} AND f.data_file_id IN ( \
              SELECT c.data_file_id FROM {m}ducklake_data_file c \
                WHERE c.table_id = {table} AND ({} OR c.data_file_id >= {next}) \
@@ -545,8 +781,8 @@ fn refresh(
                 partition_id: r.get(8)?,
                 catalog_plain: r.get(9)?,
                 live: r.get(10)?,
-                deleted: r.get(11)?,
-                part: r.get(12)?,
+                part: r.get(11)?,
+                deletes: delete_files_at(r, 12)?,
             });
         }
     }
@@ -585,8 +821,8 @@ fn refresh(
         partition_id,
         catalog_plain,
         live,
-        deleted,
         part,
+        deletes,
     } in files
     {
         if partition_id.is_some_and(|p| !next.dq_layout.contains(&p)) {
@@ -601,22 +837,36 @@ fn refresh(
         let (Some(path), Some(relative)) = (path, relative) else {
             return Ok(None);
         };
-        let path = match (relative, &next.prefix) {
-            (false, _) => path,
-            (true, Some(prefix)) => format!("{prefix}{path}"),
-            (true, None) => return Ok(None),
+        let resolve = |path: String, relative: bool| match (relative, &next.prefix) {
+            (false, _) => Some(path),
+            (true, Some(prefix)) => Some(format!("{prefix}{path}")),
+            (true, None) => None,
+        };
+        let Some(path) = resolve(path, relative) else {
+            return Ok(None);
+        };
+        let resolved = match deletes.path.clone() {
+            None => None,
+            Some((path, relative)) => match resolve(path, relative) {
+                Some(p) => Some(p),
+                None => return Ok(None),
+            },
         };
         next.insert(
             bucket,
             DataFile {
                 id,
                 path,
-                day: partition.map(|(_, d)| d),
-                plain: catalog_plain == Some(true) && deleted == Some(false),
+                day: partition.and_then(|(_, d)| d),
+                deletes: resolved,
+                plain: catalog_plain == Some(true)
+                    && id < next_file_id
+                    && deletes.readable(next_file_id),
             },
         );
     }
     next.by_bucket.retain(|_, files| !files.is_empty());
+    next.inlined_deletes = Arc::new(inlined_deletes(conn, postgres, table, s)?);
     Ok(Some(next))
 }
 
@@ -628,8 +878,8 @@ struct Changed {
     partition_id: Option<i64>,
     catalog_plain: Option<bool>,
     live: Option<bool>,
-    deleted: Option<bool>,
     part: Option<String>,
+    deletes: DeleteFiles,
 }
 
 /// The names of `table`'s inlined-data tables, comma-separated in name order.
@@ -715,20 +965,28 @@ fn dq_partition_of(
     dq_layout: &HashSet<i64>,
     partition_id: Option<i64>,
     values: Option<&str>,
-) -> Option<(i32, NaiveDate)> {
+) -> Option<Partition> {
     partition_id
         .filter(|id| dq_layout.contains(id))
         .and_then(|_| dq_partition(values.unwrap_or_default()))
 }
 
-/// `(bucket, day)` from dq's four partition values joined by `/`, if they parse.
-fn dq_partition(values: &str) -> Option<(i32, NaiveDate)> {
+/// `(bucket, day)` from dq's partition values joined by `/`, if they parse: four for the
+/// time-partitioned tables, the bucket alone for the rollups.
+fn dq_partition(values: &str) -> Option<Partition> {
     let parts: Vec<&str> = values.split('/').collect();
-    let [bucket, year, month, day] = parts[..] else {
-        return None;
-    };
-    let day = NaiveDate::from_ymd_opt(year.parse().ok()?, month.parse().ok()?, day.parse().ok()?)?;
-    Some((bucket.parse().ok()?, day))
+    match parts[..] {
+        [bucket] => Some((bucket.parse().ok()?, None)),
+        [bucket, year, month, day] => {
+            let day = NaiveDate::from_ymd_opt(
+                year.parse().ok()?,
+                month.parse().ok()?,
+                day.parse().ok()?,
+            )?;
+            Some((bucket.parse().ok()?, Some(day)))
+        }
+        _ => None,
+    }
 }
 
 fn file_name(path: &str) -> &str {
@@ -756,8 +1014,15 @@ mod tests {
             id: 0,
             path: path.into(),
             day: day.map(|(y, m, d)| NaiveDate::from_ymd_opt(y, m, d).unwrap()),
+            deletes: None,
             plain,
         }
+    }
+
+    /// The paths [`Listing::select`] picks.
+    fn paths(l: &Listing, bucket: i32, from_us: i64, to_us: i64) -> Option<Vec<&str>> {
+        l.select(bucket, from_us, to_us)
+            .map(|files| files.iter().map(|f| f.path.as_str()).collect())
     }
 
     fn us(y: i32, m: u32, d: u32, h: u32) -> i64 {
@@ -794,11 +1059,11 @@ mod tests {
         let l = listing();
         // [Jun 2 00:00, Jun 3 00:00): Jun 3's file holds no row of the window.
         assert_eq!(
-            l.select(3, us(2025, 6, 2, 0), us(2025, 6, 3, 0)),
+            paths(&l, 3, us(2025, 6, 2, 0), us(2025, 6, 3, 0)),
             Some(vec!["b"])
         );
         assert_eq!(
-            l.select(3, us(2025, 6, 1, 23), us(2025, 6, 3, 1)),
+            paths(&l, 3, us(2025, 6, 1, 23), us(2025, 6, 3, 1)),
             Some(vec!["a", "b", "c"])
         );
     }
@@ -807,29 +1072,76 @@ mod tests {
     fn falls_back_when_a_plain_read_would_differ() {
         let mut l = listing();
         let day = (us(2025, 6, 2, 0), us(2025, 6, 3, 0));
-        assert_eq!(l.select(4, day.0, day.1), None, "delete file");
-        assert_eq!(l.select(5, day.0, day.1), None, "inlined rows");
+        assert_eq!(paths(&l, 4, day.0, day.1), None, "not plain");
+        assert_eq!(paths(&l, 5, day.0, day.1), None, "inlined rows");
         assert_eq!(
-            l.select(6, day.0, day.1),
+            paths(&l, 6, day.0, day.1),
             Some(vec![]),
             "no file: nothing to read"
         );
         l.insert(None, file("u", None, true));
-        assert_eq!(l.select(6, day.0, day.1), Some(vec!["u"]));
-        assert_eq!(l.select(3, day.0, day.1), Some(vec!["b", "u"]));
+        assert_eq!(paths(&l, 6, day.0, day.1), Some(vec!["u"]));
+        assert_eq!(paths(&l, 3, day.0, day.1), Some(vec!["b", "u"]));
         l.usable = false;
-        assert_eq!(l.select(3, day.0, day.1), None, "unmatched listing");
+        assert_eq!(paths(&l, 3, day.0, day.1), None, "unmatched listing");
+    }
+
+    #[test]
+    fn deleted_rows_are_skipped_by_position() {
+        let mut l = listing();
+        let mut with_file = file("e", Some((2025, 6, 2)), true);
+        with_file.id = 1;
+        with_file.deletes = Some("e-delete".into());
+        let mut with_inlined = file("f", Some((2025, 6, 2)), true);
+        with_inlined.id = 2;
+        l.inlined_deletes = Arc::new(HashMap::from([(2, vec![3, 9])]));
+        let clean = file("g", Some((2025, 6, 2)), true);
+        assert_eq!(
+            l.relation(FileTable::Signals, &[&clean]),
+            "read_parquet(['g'])"
+        );
+        assert_eq!(
+            l.relation(FileTable::Signals, &[&clean, &with_file, &with_inlined]),
+            "(SELECT * FROM read_parquet(['g']) UNION ALL BY NAME \
+             SELECT * EXCLUDE (file_row_number) FROM read_parquet('e', file_row_number = true) \
+             WHERE file_row_number NOT IN (SELECT pos FROM read_parquet('e-delete')) UNION ALL BY NAME \
+             SELECT * EXCLUDE (file_row_number) FROM read_parquet('f', file_row_number = true) \
+             WHERE file_row_number NOT IN (3, 9))"
+        );
+        assert!(l
+            .relation(FileTable::SignalsLatest, &[])
+            .contains("CAST(NULL AS VARCHAR) AS \"subject\""));
+
+        // One delete file written by the snapshot: applied; two, or one written later (dated
+        // back by a flush), or an encrypted one: the DuckLake scan.
+        let one = |max_id, plain| DeleteFiles {
+            count: 1,
+            max_id: Some(max_id),
+            path: Some(("d".into(), true)),
+            plain,
+        };
+        assert!(DeleteFiles::default().readable(10));
+        assert!(one(9, true).readable(10));
+        assert!(!one(10, true).readable(10));
+        assert!(!one(9, false).readable(10));
+        assert!(!DeleteFiles {
+            count: 2,
+            ..one(9, true)
+        }
+        .readable(10));
     }
 
     #[test]
     fn partition_values_and_names_are_validated() {
         assert_eq!(
             dq_partition("12/2025/6/30"),
-            Some((12, NaiveDate::from_ymd_opt(2025, 6, 30).unwrap()))
+            Some((12, NaiveDate::from_ymd_opt(2025, 6, 30)))
         );
+        assert_eq!(dq_partition("12"), Some((12, None)), "a rollup's bucket");
         assert_eq!(dq_partition("12/2025/6/31"), None);
         assert_eq!(dq_partition("12/2025/6"), None);
         assert_eq!(dq_partition("12/2025/6/30/1"), None);
+        assert_eq!(dq_partition("x"), None);
         assert!(is_inlined_table_name("ducklake_inlined_data_4_12"));
         assert!(!is_inlined_table_name("ducklake_inlined_data_4_"));
         assert!(!is_inlined_table_name("ducklake_inlined_data_4_1; DROP"));
@@ -857,7 +1169,12 @@ mod tests {
     }
 
     /// A listing's files with their buckets, its inlined buckets and whether it is usable.
-    type Rows = (Vec<(Option<i32>, DataFile)>, Vec<i32>, bool);
+    type Rows = (
+        Vec<(Option<i32>, DataFile)>,
+        Vec<i32>,
+        Vec<(i64, Vec<i64>)>,
+        bool,
+    );
 
     /// A listing as sorted rows, for comparing two listings of one snapshot.
     fn rows(l: &Listing) -> Rows {
@@ -870,7 +1187,13 @@ mod tests {
         files.sort_by_key(|(_, f)| f.id);
         let mut inlined: Vec<i32> = l.inlined.iter().copied().collect();
         inlined.sort_unstable();
-        (files, inlined, l.usable)
+        let mut deletes: Vec<(i64, Vec<i64>)> = l
+            .inlined_deletes
+            .iter()
+            .map(|(f, p)| (*f, p.clone()))
+            .collect();
+        deletes.sort_unstable();
+        (files, inlined, deletes, l.usable)
     }
 
     fn newest(conn: &Connection) -> i64 {
@@ -909,7 +1232,7 @@ mod tests {
     ) -> Listing {
         let s = newest(conn);
         assert!(s > base.snapshot, "{stage}: a commit landed");
-        let loaded = load(conn, FileTable::Signals, s).unwrap();
+        let loaded = load(conn, postgres, FileTable::Signals, s).unwrap();
         let refreshed = refresh(conn, postgres, base, s)
             .unwrap()
             .unwrap_or_else(|| panic!("{stage}: the refresh answered"));
@@ -940,7 +1263,7 @@ mod tests {
         let subjects = ["did:a:1", "did:a:2", "did:a:3", "did:a:4"];
 
         insert(conn, &subjects, "2025-06-01", 24);
-        let base = load(conn, FileTable::Signals, newest(conn)).unwrap();
+        let base = load(conn, postgres, FileTable::Signals, newest(conn)).unwrap();
         assert!(base.usable && base.file_count() >= 4, "{:?}", rows(&base));
 
         insert(conn, &subjects[..2], "2025-06-02", 24);
@@ -949,7 +1272,7 @@ mod tests {
         // The base listing is untouched: its buckets were shared, not changed in place.
         assert_eq!(
             rows(&base),
-            rows(&load(conn, FileTable::Signals, base.snapshot).unwrap())
+            rows(&load(conn, postgres, FileTable::Signals, base.snapshot).unwrap())
         );
 
         insert(conn, &subjects[2..3], "2025-06-03", 2);
@@ -961,11 +1284,23 @@ mod tests {
         )
         .unwrap();
         let l = refreshed_as_loaded(conn, postgres, &l, "delete files");
-        assert!(l
-            .by_bucket
-            .values()
-            .flat_map(|f| f.iter())
-            .any(|f| !f.plain));
+        assert!(
+            l.by_bucket
+                .values()
+                .flat_map(|f| f.iter())
+                .any(|f| f.deletes.is_some() && f.plain),
+            "files with a delete file are read directly"
+        );
+
+        // A delete of a few rows: DuckLake keeps it in the catalog, not in a delete file.
+        conn.execute_batch("DELETE FROM lake.signals WHERE value_number = 20")
+            .unwrap();
+        let l = refreshed_as_loaded(conn, postgres, &l, "inlined deletes");
+        assert!(
+            !l.inlined_deletes.is_empty(),
+            "DuckLake inlined the deletes: {:?}",
+            rows(&l)
+        );
 
         // Maintenance as din runs it, keeping the snapshot `l` is at.
         conn.execute_batch(
@@ -1006,13 +1341,15 @@ mod tests {
 
         // The query functions attach the catalog read-only: the refresh runs there too.
         if postgres {
-            let base = load(conn, FileTable::Signals, newest(conn)).unwrap();
+            let base = load(conn, postgres, FileTable::Signals, newest(conn)).unwrap();
             insert(conn, &subjects[..1], "2025-06-05", 24);
             let ro = t.open_with(|c| c.read_only = true).unwrap();
             let moved = refresh(ro.conn(), true, &base, newest(ro.conn())).unwrap();
             assert_eq!(
                 moved.map(|l| rows(&l)),
-                Some(rows(&load(conn, FileTable::Signals, newest(conn)).unwrap()))
+                Some(rows(
+                    &load(conn, postgres, FileTable::Signals, newest(conn)).unwrap()
+                ))
             );
         }
     }

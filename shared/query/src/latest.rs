@@ -5,6 +5,7 @@
 //! both paths give the same answers by construction.
 
 use crate::aggregate::{location_at, Location};
+use crate::files::FileTable;
 use crate::{check_subject, subject_predicate, Engine, Result};
 use dq_lake::duckdb::params;
 use dq_lake::quote;
@@ -68,21 +69,35 @@ impl Engine {
             filter.push(format!("source = {}", quote(src)));
         }
         let filter = filter.join(" AND ");
-        self.with_snapshot("latest signals", |c, snapshot| {
+        let table = if rollup {
+            FileTable::SignalsLatest
+        } else {
+            FileTable::Signals
+        };
+        // The rollup has no time partition; the recompute reads the subject's whole history.
+        let every_day = [(i64::MIN, i64::MAX)];
+        let sql = |[relation]: &[String; 1]| {
             let from = if rollup {
-                format!("{} WHERE {filter}", snapshot.table("signals_latest"))
+                format!("{relation} WHERE {filter}")
             } else {
-                let deduped = signals_deduped_from(&snapshot.table("signals"), &filter);
+                let deduped = signals_deduped_from(relation, &filter);
                 format!("({})", signals_latest_over(&deduped))
             };
-            let sql = format!(
+            format!(
                 "SELECT name, epoch_us(\"timestamp\"), coalesce(value_number, 0), coalesce(value_string, ''), \
                  coalesce(loc_lat, 0), coalesce(loc_lon, 0), coalesce(loc_hdop, 0), coalesce(loc_heading, 0), \
                  coalesce(epoch_us(loc_ts), 0), \"count\", epoch_us(first_seen), epoch_us(last_seen) \
                  FROM {from} ORDER BY name"
-            );
-            let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![subject], |r| {
+            )
+        };
+        self.rows_of(
+            "latest signals",
+            table,
+            subject,
+            every_day,
+            sql,
+            params![subject],
+            |r| {
                 Ok(LatestRow {
                     name: r.get(0)?,
                     timestamp_us: r.get(1)?,
@@ -94,9 +109,8 @@ impl Engine {
                     first_seen_us: r.get(10)?,
                     last_seen_us: r.get(11)?,
                 })
-            })?;
-            rows.collect()
-        })
+            },
+        )
     }
 }
 

@@ -16,8 +16,9 @@
 //! - [`activity`]: `segments` / `dailyActivity` — the DuckDB [`dq_segments::SignalSource`],
 //!   ranges aggregation, ranges event counts, batched LocationsAt.
 //! - [`filter`]: float / location / string / tags filters rendered to SQL.
-//! - `files`: direct reads of `lake.signals` / `lake.events` through per-snapshot file lists;
-//!   every statement of a request reads one pinned snapshot ([`dq_lake::request_snapshot`]).
+//! - `files`: direct reads of `lake.signals`, `lake.events` and their rollups through
+//!   per-snapshot file lists, deletes applied; every statement of a request reads one pinned
+//!   snapshot ([`dq_lake::request_snapshot`]).
 //! - [`interval`]: Go-duration parsing for `interval`.
 #![warn(missing_docs)]
 
@@ -55,9 +56,9 @@ pub struct Engine {
     // Pooled-connection reads run so far (one SQL statement each on the segments paths).
     reads: AtomicU64,
     pool: Pool,
-    // `None`: every read takes the DuckLake scan.
-    signal_files: Option<files::TableFiles>,
-    event_files: Option<files::TableFiles>,
+    // The file listings of every table read directly; empty: every read takes the DuckLake
+    // scan.
+    files: Vec<files::TableFiles>,
     // Signal and event reads answered from the files directly.
     direct_reads: AtomicU64,
 }
@@ -83,20 +84,21 @@ impl Engine {
             has_events_rollup: AtomicBool::new(false),
             reads: AtomicU64::new(0),
             pool: Pool::new(lake, MAX_IDLE_CONNECTIONS),
-            signal_files: Some(files::TableFiles::new(FileTable::Signals, postgres)),
-            event_files: Some(files::TableFiles::new(FileTable::Events, postgres)),
+            files: files::TableFiles::all(postgres),
             direct_reads: AtomicU64::new(0),
         }
     }
 
-    /// Turns direct reads of `lake.signals` and `lake.events` (the `files` module) off or on
+    /// Turns direct reads of dq's tables (the `files` module) off or on
     /// (default on). Off, every read is a DuckLake scan: the reference the direct reads are
     /// tested against.
     #[must_use]
     pub fn direct_file_reads(mut self, on: bool) -> Engine {
-        let postgres = self.pool.is_postgres();
-        self.signal_files = on.then(|| files::TableFiles::new(FileTable::Signals, postgres));
-        self.event_files = on.then(|| files::TableFiles::new(FileTable::Events, postgres));
+        self.files = if on {
+            files::TableFiles::all(self.pool.is_postgres())
+        } else {
+            Vec::new()
+        };
         self
     }
 
@@ -166,10 +168,7 @@ impl Engine {
         params: &[&dyn duckdb::ToSql],
         row: impl Fn(&duckdb::Row<'_>) -> duckdb::Result<T>,
     ) -> Result<Vec<T>> {
-        let files = match table {
-            FileTable::Signals => self.signal_files.as_ref(),
-            FileTable::Events => self.event_files.as_ref(),
-        };
+        let files = self.files.iter().find(|f| f.table() == table);
         let bucket = subject_bucket(subject);
         self.with_snapshot(context, |c, snapshot| {
             let run = |relations: &[String; N]| -> duckdb::Result<Vec<T>> {
@@ -204,7 +203,7 @@ impl Engine {
         })
     }
 
-    /// Brings the file listings of `lake.signals` and `lake.events` to the newest snapshot, as
+    /// Brings the file listings of dq's tables to the newest snapshot, as
     /// the next read would (cached, refreshed from the previous listing, or loaded whole), and
     /// says how each was obtained. Empty with direct reads off.
     ///
@@ -212,15 +211,14 @@ impl Engine {
     /// The catalog could not be read.
     pub fn list_files(&self) -> Result<Vec<ListingReport>> {
         self.with_snapshot("list table files", |c, snapshot| {
-            [&self.signal_files, &self.event_files]
-                .into_iter()
-                .flatten()
+            self.files
+                .iter()
                 .map(|files| files.listing(c, snapshot))
                 .collect()
         })
     }
 
-    /// How many signal and event reads were answered from the tables' files directly (module
+    /// How many reads of dq's tables were answered from the tables' files directly (module
     /// `files`).
     pub fn direct_reads(&self) -> u64 {
         self.direct_reads.load(Ordering::Relaxed)

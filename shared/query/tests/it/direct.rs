@@ -1,8 +1,12 @@
 //! Direct reads (the engine reads a bucket's files itself, listed once per snapshot) answer
 //! exactly as the DuckLake scan, on both catalogs: on a clean lake, after a commit moved the
 //! snapshot, with inlined rows, with delete files, and after din's maintenance merged and
-//! removed files; listings after a commit are refreshed, not reloaded. Covered: the `signals` aggregation, and every statement of `segments` and
-//! `dailyActivity` (signals and events).
+//! removed files; listings after a commit are refreshed, not reloaded. Deleted rows (delete
+//! files and the deletes DuckLake keeps in the catalog) are applied by the direct reads, which
+//! are asserted taken at every stage but the one with inlined rows. Covered: the `signals`
+//! aggregation, every statement of `segments` and `dailyActivity` (signals and events), latest
+//! values from `signals_latest` and from the recompute over `signals`, and event summaries from
+//! `events_latest`.
 
 use std::sync::Arc;
 
@@ -27,13 +31,15 @@ struct Fixture {
     direct: Engine,
     scan: Engine,
     subjects: Vec<String>,
+    /// A source address of the fleet's signals.
+    source: String,
     last: DateTime<Utc>,
 }
 
 /// Two engines over one fresh instance of the lake: direct reads on and off.
 fn fixture(t: &TestLake) -> Fixture {
     let shared = Arc::new(SharedLake::new(t.open().unwrap()));
-    let (subjects, last): (Vec<String>, DateTime<Utc>) = {
+    let (subjects, source, last): (Vec<String>, String, DateTime<Utc>) = {
         let (conn, _) = shared.connect().unwrap();
         let mut stmt = conn
             .prepare("SELECT DISTINCT subject FROM lake.signals ORDER BY 1")
@@ -48,14 +54,23 @@ fn fixture(t: &TestLake) -> Fixture {
                 r.get(0)
             })
             .unwrap();
-        (subjects, last)
+        let source = conn
+            .query_row("SELECT min(source) FROM lake.signals", [], |r| r.get(0))
+            .unwrap();
+        (subjects, source, last)
     };
     assert_eq!(subjects.len(), 3);
+    let direct = Engine::on(Arc::clone(&shared));
+    // The engine asks once whether the rollups exist, outside any read: asked here, so the
+    // stages count reads only.
+    direct.latest_rows(&subjects[0], None, None).unwrap();
+    direct.event_summaries(&subjects[0]).unwrap();
     Fixture {
-        direct: Engine::on(Arc::clone(&shared)),
+        direct,
         scan: Engine::on(Arc::clone(&shared)).direct_file_reads(false),
         shared,
         subjects,
+        source,
         last,
     }
 }
@@ -231,10 +246,54 @@ fn compare_activity(f: &Fixture, stage: &str) -> usize {
     segments
 }
 
-/// After a commit, both listings move forward from the cached ones instead of loading whole.
+/// Latest values (the rollup, and the recompute a source filter takes) and event summaries of
+/// every subject: direct equals scan. Returns how many rows there were.
+fn compare_latest(f: &Fixture, stage: &str) -> usize {
+    let mut rows = 0;
+    for subject in &f.subjects {
+        let what = format!("{stage}: latest of {subject}");
+        let direct = f.direct.latest_rows(subject, None, None).unwrap();
+        assert_eq!(
+            direct,
+            f.scan.latest_rows(subject, None, None).unwrap(),
+            "{what}"
+        );
+        rows += direct.len();
+        let source = Some(f.source.as_str());
+        assert_eq!(
+            f.direct.latest_rows(subject, source, None).unwrap(),
+            f.scan.latest_rows(subject, source, None).unwrap(),
+            "{what}, source {source:?}"
+        );
+        assert_eq!(
+            f.direct.event_summaries(subject).unwrap(),
+            f.scan.event_summaries(subject).unwrap(),
+            "{stage}: event summaries of {subject}"
+        );
+    }
+    rows
+}
+
+/// Every comparison of a stage; asserts every read of the direct engine took the files when
+/// `direct` (false: a stage whose reads may fall back).
+fn compare_all(f: &Fixture, stage: &str, direct: bool) {
+    let (statements, reads) = (f.direct.reads(), f.direct.direct_reads());
+    compare(f, stage);
+    compare_activity(f, stage);
+    assert!(compare_latest(f, stage) > 0, "{stage}: latest rows");
+    if direct {
+        assert_eq!(
+            f.direct.direct_reads() - reads,
+            f.direct.reads() - statements,
+            "{stage}: every read took the files directly"
+        );
+    }
+}
+
+/// After a commit, every listing moves forward from the cached one instead of loading whole.
 fn assert_refreshed(f: &Fixture, stage: &str) {
     let reports = f.direct.list_files().unwrap();
-    assert_eq!(reports.len(), 2, "{stage}");
+    assert_eq!(reports.len(), 4, "{stage}");
     for r in reports {
         assert_eq!(r.source, ListingSource::Refreshed, "{stage}: {r:?}");
         assert!(r.usable, "{stage}: {r:?}");
@@ -255,11 +314,11 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
     let f = fixture(&t);
     let asked = requests(&f).len() as u64;
 
+    let before = f.direct.direct_reads();
     let buckets = compare(&f, "clean lake");
     assert!(buckets > 100, "the windows hold data: {buckets} buckets");
     // Every read took the files directly (a window without files reads an empty relation).
-    let clean = f.direct.direct_reads();
-    assert_eq!(clean, asked, "direct reads");
+    assert_eq!(f.direct.direct_reads() - before, asked, "direct reads");
     let (statements, reads) = (f.direct.reads(), f.direct.direct_reads());
     let segments = compare_activity(&f, "clean lake");
     assert!(segments > 0, "the fleet drove");
@@ -267,6 +326,12 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
         f.direct.direct_reads() - reads,
         f.direct.reads() - statements,
         "every segments and dailyActivity statement read the files directly"
+    );
+    assert!(compare_latest(&f, "clean lake") > 0, "latest rows");
+    assert_eq!(
+        f.direct.direct_reads() - reads,
+        f.direct.reads() - statements,
+        "every statement, latest reads included, read the files directly"
     );
     assert_eq!(f.scan.direct_reads(), 0);
 
@@ -293,20 +358,40 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
         direct.iter().any(|b| b.floats[&2] == 12345.0),
         "the inlined row is read (max speed)"
     );
-    compare(&f, "inlined rows");
-    compare_activity(&f, "inlined rows");
+    compare_all(&f, "inlined rows", false);
 
-    // Deletes: most of every subject's speed rows go, leaving delete files.
+    // Deletes: most of every subject's speed rows go, leaving delete files, and the inlined row
+    // (no bucket has inlined rows left: every read is direct again).
     exec(
         &f,
         &format!(
-            "DELETE FROM lake.signals WHERE name = 'speed' AND \"timestamp\" < '{}'::TIMESTAMPTZ",
+            "DELETE FROM lake.signals WHERE name = 'speed' AND \
+               (\"timestamp\" < '{}'::TIMESTAMPTZ OR cloud_event_id = 'inlined-1')",
             (f.last - Duration::hours(20)).to_rfc3339()
         ),
     );
     assert_refreshed(&f, "delete files");
-    compare(&f, "delete files");
-    compare_activity(&f, "delete files");
+    compare_all(&f, "delete files", true);
+
+    // Deletes of a few rows, which DuckLake keeps in the catalog: a row of each table, each
+    // rollup included (a void and a rollup rewrite delete this way).
+    for subject in &f.subjects {
+        exec(
+            &f,
+            &format!(
+                "DELETE FROM lake.signals WHERE subject = '{subject}' AND \"timestamp\" = \
+                   (SELECT max(\"timestamp\") FROM lake.signals WHERE subject = '{subject}'); \
+                 DELETE FROM lake.signals_latest WHERE subject = '{subject}' AND \
+                   name = (SELECT min(name) FROM lake.signals_latest WHERE subject = '{subject}'); \
+                 DELETE FROM lake.events WHERE subject = '{subject}' AND \"timestamp\" = \
+                   (SELECT max(\"timestamp\") FROM lake.events WHERE subject = '{subject}'); \
+                 DELETE FROM lake.events_latest WHERE subject = '{subject}' AND \
+                   name = (SELECT min(name) FROM lake.events_latest WHERE subject = '{subject}');"
+            ),
+        );
+    }
+    assert_refreshed(&f, "inlined deletes");
+    compare_all(&f, "inlined deletes", true);
 
     // din's maintenance (its own process: this one's instance is closed first): inlined rows
     // flushed, delete-heavy files rewritten, adjacent files merged, every older snapshot
@@ -316,10 +401,5 @@ fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
     dq_dinsim::maintain::cycle(&lake, dq_dinsim::testing::tiny_retention()).unwrap();
     drop(lake);
     let f = fixture(&t);
-    compare(&f, "after maintenance");
-    compare_activity(&f, "after maintenance");
-    assert!(
-        f.direct.direct_reads() > 0,
-        "after the flush and rewrite, files are read directly again"
-    );
+    compare_all(&f, "after maintenance", true);
 }
