@@ -15,12 +15,15 @@
 //! - [`indexes`]: the indexes dq adds to a PostgreSQL catalog (listing refreshes).
 //! - [`interruptible`]: a request's reads, interrupted when its caller gives up.
 //! - [`snapshot`]: the one snapshot all statements of a request read.
+//! - [`files`]: direct reads of a table's files from per-snapshot listings of the catalog
+//!   (dq's tables by `subject_bucket`, din's `raw_events` by `type`).
 //! - `testing` (feature): fresh lakes on both catalog backends for tests.
 #![warn(missing_docs)]
 
 pub mod catalog;
 pub mod config;
 mod error;
+pub mod files;
 pub mod indexes;
 mod interrupt;
 mod pool;

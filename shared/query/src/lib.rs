@@ -34,8 +34,8 @@ pub mod latest;
 /// The pure detectors and request types of `segments` / `dailyActivity`, re-exported for the
 /// GraphQL layer.
 pub use ::dq_segments as segments;
+pub use dq_lake::files::{ListingReport, ListingSource};
 pub use error::{Error, Result};
-pub use files::{ListingReport, ListingSource};
 
 use dq_cloudevent::{eip55, subject_bucket, EthrDid};
 use dq_lake::duckdb::{self, Connection};
@@ -58,7 +58,7 @@ pub struct Engine {
     pool: Pool,
     // The file listings of every table read directly; empty: every read takes the DuckLake
     // scan.
-    files: Vec<files::TableFiles>,
+    files: Vec<dq_lake::files::TableFiles>,
     // Signal and event reads answered from the files directly.
     direct_reads: AtomicU64,
 }
@@ -84,7 +84,7 @@ impl Engine {
             has_events_rollup: AtomicBool::new(false),
             reads: AtomicU64::new(0),
             pool: Pool::new(lake, MAX_IDLE_CONNECTIONS),
-            files: files::TableFiles::all(postgres),
+            files: FileTable::listings(postgres),
             direct_reads: AtomicU64::new(0),
         }
     }
@@ -95,7 +95,7 @@ impl Engine {
     #[must_use]
     pub fn direct_file_reads(mut self, on: bool) -> Engine {
         self.files = if on {
-            files::TableFiles::all(self.pool.is_postgres())
+            FileTable::listings(self.pool.is_postgres())
         } else {
             Vec::new()
         };
@@ -168,8 +168,8 @@ impl Engine {
         params: &[&dyn duckdb::ToSql],
         row: impl Fn(&duckdb::Row<'_>) -> duckdb::Result<T>,
     ) -> Result<Vec<T>> {
-        let files = self.files.iter().find(|f| f.table() == table);
-        let bucket = subject_bucket(subject);
+        let files = self.files.iter().find(|f| FileTable::of(f) == Some(table));
+        let bucket = [subject_bucket(subject).to_string()];
         self.with_snapshot(context, |c, snapshot| {
             let run = |relations: &[String; N]| -> duckdb::Result<Vec<T>> {
                 let mut stmt = c.prepare(&sql(relations))?;
@@ -179,7 +179,7 @@ impl Engine {
             let scan = || [(); N].map(|()| snapshot.table(table.name()));
             let direct = files.and_then(|files| {
                 files
-                    .relations(c, snapshot, bucket, windows)
+                    .relations(c, snapshot, Some(&bucket), windows)
                     .map_err(|e| self.db_error("list table files", e))
                     .inspect_err(|e| tracing::warn!(error = %e, "file listing failed"))
                     .ok()
