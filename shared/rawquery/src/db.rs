@@ -4,7 +4,7 @@
 //! lake reopened for the next one ([`SharedLake`]).
 
 use crate::error::{FetchError, Result};
-use crate::search::Reader;
+use crate::search::{DirectFiles, Reader};
 use dq_lake::{Lake, Pool, SharedLake};
 use std::sync::Arc;
 
@@ -14,6 +14,8 @@ const MAX_IDLE: usize = 8;
 /// Shared read access to the lake.
 pub struct Db {
     pool: Pool,
+    /// `raw_events`' file listings; `None`: every read is a DuckLake scan.
+    files: Option<DirectFiles>,
 }
 
 impl std::fmt::Debug for Db {
@@ -30,9 +32,23 @@ impl Db {
 
     /// Reads through a lake shared with other readers (the GraphQL engine).
     pub fn on(lake: Arc<SharedLake>) -> Db {
-        Db {
-            pool: Pool::new(lake, MAX_IDLE),
-        }
+        let pool = Pool::new(lake, MAX_IDLE);
+        let files = Some(DirectFiles::new(pool.is_postgres()));
+        Db { pool, files }
+    }
+
+    /// Turns direct reads of `raw_events`' files off or on (default on). Off, every read is a
+    /// DuckLake scan: the reference the direct reads are tested against.
+    #[must_use]
+    pub fn direct_file_reads(mut self, on: bool) -> Db {
+        self.files = on.then(|| DirectFiles::new(self.pool.is_postgres()));
+        self
+    }
+
+    /// Relations of `raw_events` read from its files directly so far (0 with direct reads
+    /// off).
+    pub fn direct_reads(&self) -> u64 {
+        self.files.as_ref().map_or(0, DirectFiles::reads)
     }
 
     /// Runs `f` with a [`Reader`] on a pooled connection, off the async runtime; its statements
@@ -48,7 +64,10 @@ impl Db {
         let db = Arc::clone(self);
         dq_lake::interruptible(move || {
             let pooled = db.pool.checkout()?;
-            let reader = Reader::new(pooled.conn(), db.pool.redactor(), db.pool.is_postgres());
+            let mut reader = Reader::new(pooled.conn(), db.pool.redactor(), db.pool.is_postgres());
+            if let Some(files) = &db.files {
+                reader = reader.with_files(files);
+            }
             let out = f(&reader);
             let error = out.as_ref().err().map(ToString::to_string);
             db.pool.give_back(pooled, error.as_deref());

@@ -34,4 +34,4 @@ pub use db::Db;
 pub use error::{FetchError, Result};
 pub use filter::{Filter, Order, StringFilter, TagFilter, Voiding};
 pub use payload::Payloads;
-pub use search::{Event, Index, Reader, StoredRow, TypeSummary};
+pub use search::{DirectFiles, Event, Index, Reader, StoredRow, TypeSummary};

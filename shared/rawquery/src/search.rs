@@ -5,6 +5,13 @@
 //! `(subject, second-truncated time, type, source, id)` keeping the earliest, ordered by
 //! `time, id, type` in the requested direction. All statements of one request read the same
 //! snapshot of the table ([`dq_lake::request_snapshot`]).
+//!
+//! A reader given the table's listings ([`DirectFiles`], held by [`crate::Db`]) reads the
+//! rows of a search, a latest look-up or a type summary from the files of the filter's types
+//! and the window's days directly (`dq_lake::files`), and the tombstone probe from the files
+//! of `dimo.tombstone`: each relation that its listing cannot answer exactly (inlined rows of
+//! its types, a file it cannot read plainly) is the DuckLake scan of the same snapshot
+//! instead, and a direct read that fails is retried as the scan.
 
 use crate::error::{FetchError, Result};
 use crate::filter::{Filter, Order, StringFilter, TagFilter, Voiding, MAX_OR_DEPTH};
@@ -14,7 +21,47 @@ use dq_cloudevent::row::RawRow;
 use dq_cloudevent::types;
 use dq_lake::duckdb::types::Value;
 use dq_lake::duckdb::{self, Connection};
+use dq_lake::files::{TableFiles, TableSpec};
 use dq_lake::{Redactor, Snapshot};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// din's `raw_events` as its files are listed: by `type`, then the UTC day of `time`.
+const RAW_EVENTS: TableSpec = TableSpec {
+    name: dq_lake::raw::TABLE,
+    layout: "identity:type,year:time,month:time,day:time",
+    key: "type",
+    columns: &dq_lake::raw::COLUMNS,
+};
+
+/// The file listings of `raw_events` one engine keeps, and how many relations were read from
+/// the files directly.
+pub struct DirectFiles {
+    files: TableFiles,
+    reads: AtomicU64,
+}
+
+impl std::fmt::Debug for DirectFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectFiles")
+            .field("reads", &self.reads())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DirectFiles {
+    /// No listing yet; `postgres`: the metadata catalog is PostgreSQL.
+    pub fn new(postgres: bool) -> DirectFiles {
+        DirectFiles {
+            files: TableFiles::new(RAW_EVENTS, postgres),
+            reads: AtomicU64::new(0),
+        }
+    }
+
+    /// Relations of `raw_events` read from its files directly so far.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+}
 
 /// Locator prefix of an index whose payload is inline in its row.
 pub const LAKE_KEY_PREFIX: &str = "lake://";
@@ -79,6 +126,9 @@ pub const ROWS_PER_ID: usize = 8;
 /// Ids per by-id query (125 × 8 = 1000 rows).
 pub const IDS_PER_QUERY: usize = 125;
 
+/// A type-summary row: type, count, first and last time in µs.
+type SummaryRow = (Option<String>, i64, i64, i64);
+
 /// Look-backs [`Reader::latest_at`] tries, in days, before the filter's whole window.
 const LATEST_LOOKBACK_DAYS: [i64; 2] = [1, 31];
 
@@ -98,6 +148,8 @@ pub struct Reader<'a> {
     redactor: &'a Redactor,
     /// The metadata catalog is PostgreSQL ([`dq_lake::snapshot::newest`]).
     postgres: bool,
+    /// `None`: every statement is a DuckLake scan.
+    direct: Option<&'a DirectFiles>,
 }
 
 impl<'a> Reader<'a> {
@@ -107,7 +159,77 @@ impl<'a> Reader<'a> {
             conn,
             redactor,
             postgres,
+            direct: None,
         }
+    }
+
+    /// The reader reading `raw_events` from its files where `files`' listings allow.
+    #[must_use]
+    pub fn with_files(mut self, files: &'a DirectFiles) -> Reader<'a> {
+        self.direct = Some(files);
+        self
+    }
+
+    /// What a statement at `snapshot` reads as `raw_events` aliased `alias`: the files of
+    /// `types` (`None`: every type) over `[from_us, to_us)` when the listing allows, else the
+    /// DuckLake scan. `Ok(true)` with the files.
+    fn relation(
+        &self,
+        snapshot: Snapshot,
+        types: Option<&[String]>,
+        window: (i64, i64),
+        alias: &'static str,
+    ) -> (String, bool) {
+        let direct = self.direct.and_then(|d| {
+            d.files
+                .relations(self.conn, snapshot, types, [window])
+                .map_err(|e| self.error("list raw_events files", e))
+                .inspect_err(|e| tracing::warn!(error = %e, "raw_events file listing failed"))
+                .ok()
+                .flatten()
+        });
+        match direct {
+            Some([relation]) => (format!("{relation} {alias}"), true),
+            None => (snapshot.table_as(dq_lake::raw::TABLE, alias), false),
+        }
+    }
+
+    /// Runs the statement `build(rows, tombstones)` makes, naming `raw_events` as the rows
+    /// of `types` over `window` (alias `r`) and, when `voiding` reads them, as the tombstones
+    /// (alias `t`): the files directly where the listings allow. A failed direct read is retried as the DuckLake scan,
+    /// so the files can make a read faster but never fail it.
+    fn read<T>(
+        &self,
+        snapshot: Snapshot,
+        types: Option<&[String]>,
+        window: (i64, i64),
+        voiding: Voiding,
+        build: impl Fn(&str, &str) -> Query,
+        run: impl Fn(&Query) -> Result<T>,
+    ) -> Result<T> {
+        let tombstone = [types::TOMBSTONE.to_owned()];
+        let (rows, rows_direct) = self.relation(snapshot, types, window, "r");
+        let (tombstones, tombstones_direct) = if voiding == Voiding::None {
+            (snapshot.table_as(dq_lake::raw::TABLE, "t"), false)
+        } else {
+            self.relation(snapshot, Some(&tombstone), (i64::MIN, i64::MAX), "t")
+        };
+        if let (Some(d), true) = (self.direct, rows_direct || tombstones_direct) {
+            match run(&build(&rows, &tombstones)) {
+                Ok(found) => {
+                    let direct = u64::from(rows_direct) + u64::from(tombstones_direct);
+                    d.reads.fetch_add(direct, Ordering::Relaxed);
+                    return Ok(found);
+                }
+                // The request was given up: the failure is its interrupt, not the files'.
+                Err(e) if dq_lake::given_up() => return Err(e),
+                Err(e) => {
+                    tracing::warn!(error = %e, "direct raw_events read failed; scanning the lake")
+                }
+            }
+        }
+        let scan = |alias| snapshot.table_as(dq_lake::raw::TABLE, alias);
+        run(&build(&scan("r"), &scan("t")))
     }
 
     /// The request's snapshot: every statement names `lake.raw_events` at it.
@@ -209,6 +331,15 @@ impl<'a> Reader<'a> {
     /// when it is empty or does not exist yet.
     fn newest_time(&self) -> Result<Option<DateTime<Utc>>> {
         let ctx = "newest raw_events time";
+        // From the listing: the end of the newest day partition, a bound no row passes (rows
+        // of unpartitioned files or inlined rows may be newer; the look-backs only get wider).
+        if let Some(d) = self.direct {
+            let snapshot = self.snapshot()?;
+            if let Ok(Some(Some(day))) = d.files.newest_day(self.conn, snapshot) {
+                let end = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0));
+                return Ok(end.map(|t| t.and_utc()));
+            }
+        }
         let newest = self.conn.query_row(
             &format!(
                 "SELECT epoch_us(max(\"time\")) FROM {}",
@@ -240,23 +371,32 @@ impl<'a> Reader<'a> {
         } else {
             HEADER_COLUMNS.to_owned()
         };
-        let mut q = Query::new(&format!(
-            "SELECT {columns} FROM {} WHERE true",
-            raw.table_as("raw_events", "r")
-        ));
-        q.filter(filter, after, &raw.table_as("raw_events", "t"));
-        if let Some(from) = from {
-            q.time_bound(">=", from);
-        }
         let dir = match order {
             Order::Descending => "DESC",
             Order::Ascending => "ASC",
         };
         let limit = crate::filter::clamp_limit(limit as i64);
-        q.text.push_str(&format!(
-            "{DEDUP} ORDER BY r.\"time\" {dir}, r.id {dir}, r.type {dir} LIMIT {limit}"
-        ));
-        self.query("search raw_events", &q, payload)
+        let build = |rows: &str, tombstones: &str| {
+            let mut q = Query::new(&format!("SELECT {columns} FROM {rows} WHERE true"));
+            q.filter(filter, after, tombstones);
+            if let Some(from) = from {
+                q.time_bound(">=", from);
+            }
+            q.text.push_str(&format!(
+                "{DEDUP} ORDER BY r.\"time\" {dir}, r.id {dir}, r.type {dir} LIMIT {limit}"
+            ));
+            q
+        };
+        let lower = after.max(from).map_or(i64::MIN, |t| t.timestamp_micros());
+        let upper = filter.before.map_or(i64::MAX, |t| t.timestamp_micros());
+        self.read(
+            raw,
+            filter.event_type.confined_to(),
+            (lower, upper),
+            filter.voiding,
+            build,
+            |q| self.query("search raw_events", q, payload),
+        )
     }
 
     /// Per-type `count`, first and last time over the deduplicated matches not hidden by the
@@ -266,31 +406,26 @@ impl<'a> Reader<'a> {
     /// [`FetchError::Lake`].
     pub fn type_summaries(&self, filter: &Filter) -> Result<Vec<TypeSummary>> {
         let raw = self.snapshot()?;
-        let mut q = Query::new(&format!(
-            "SELECT type, count(*), epoch_us(min(\"time\")), epoch_us(max(\"time\")) FROM \
-             (SELECT r.type, r.\"time\" FROM {} WHERE true",
-            raw.table_as("raw_events", "r")
-        ));
-        q.filter(filter, filter.after, &raw.table_as("raw_events", "t"));
-        q.text
-            .push_str(&format!("{DEDUP}) GROUP BY type ORDER BY type"));
-        let ctx = "summarize raw_events types";
-        let mut stmt = match self.conn.prepare(&q.text) {
-            Ok(stmt) => stmt,
-            Err(e) if Self::no_table(&e) => return Ok(Vec::new()),
-            Err(e) => return Err(self.error(ctx, e)),
+        let build = |rows: &str, tombstones: &str| {
+            let mut q = Query::new(&format!(
+                "SELECT type, count(*), epoch_us(min(\"time\")), epoch_us(max(\"time\")) FROM \
+                 (SELECT r.type, r.\"time\" FROM {rows} WHERE true"
+            ));
+            q.filter(filter, filter.after, tombstones);
+            q.text
+                .push_str(&format!("{DEDUP}) GROUP BY type ORDER BY type"));
+            q
         };
-        let rows = stmt
-            .query_map(duckdb::params_from_iter(q.params.iter()), |r| {
-                Ok((
-                    r.get::<_, Option<String>>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                ))
-            })
-            .and_then(|rows| rows.collect::<duckdb::Result<Vec<_>>>())
-            .map_err(|e| self.error(ctx, e))?;
+        let lower = filter.after.map_or(i64::MIN, |t| t.timestamp_micros());
+        let upper = filter.before.map_or(i64::MAX, |t| t.timestamp_micros());
+        let rows = self.read(
+            raw,
+            filter.event_type.confined_to(),
+            (lower, upper),
+            filter.voiding,
+            build,
+            |q| self.summary_rows(q),
+        )?;
         rows.into_iter()
             .map(|(t, count, first, last)| {
                 Ok(TypeSummary {
@@ -301,6 +436,26 @@ impl<'a> Reader<'a> {
                 })
             })
             .collect()
+    }
+
+    /// The rows of a type-summary statement.
+    fn summary_rows(&self, q: &Query) -> Result<Vec<SummaryRow>> {
+        let ctx = "summarize raw_events types";
+        let mut stmt = match self.conn.prepare(&q.text) {
+            Ok(stmt) => stmt,
+            Err(e) if Self::no_table(&e) => return Ok(Vec::new()),
+            Err(e) => return Err(self.error(ctx, e)),
+        };
+        stmt.query_map(duckdb::params_from_iter(q.params.iter()), |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })
+        .and_then(|rows| rows.collect::<duckdb::Result<Vec<_>>>())
+        .map_err(|e| self.error(ctx, e))
     }
 
     /// Deduplicated rows of `subject` whose id is one of `ids` (at most [`IDS_PER_QUERY`]) and
