@@ -73,7 +73,7 @@ impl std::fmt::Debug for Lake {
 
 impl Lake {
     /// Opens an in-memory DuckDB, loads the pinned extensions from the extension directory (never
-    /// from the network), and attaches `lake` and `meta` as din does. Refuses a
+    /// from the network), and attaches `lake` and (unless read-only) `meta` as din does. Refuses a
     /// catalog whose format version is not [`CATALOG_FORMAT_VERSION`] and one whose encryption
     /// disagrees with the configuration.
     ///
@@ -272,14 +272,14 @@ impl Lake {
         })
         .map_err(version_error)?;
         self.check_catalog()?;
+        // The read side (attached read-only) never reads `meta`, din's consumer floor: not
+        // attaching it spares a catalog connection (a TLS handshake with RDS) at every cold start.
+        if cfg.read_only {
+            return Ok(());
+        }
 
         let (target, is_pg) = cfg.catalog.meta_target();
-        let meta_opts = match (is_pg, cfg.read_only) {
-            (true, false) => " (TYPE postgres)",
-            (true, true) => " (TYPE postgres, READ_ONLY)",
-            (false, false) => "",
-            (false, true) => " (READ_ONLY)",
-        };
+        let meta_opts = if is_pg { " (TYPE postgres)" } else { "" };
         self.exec(
             "attach side database `meta`",
             &format!("ATTACH IF NOT EXISTS {} AS meta{meta_opts}", quote(&target)),

@@ -3,11 +3,31 @@ use dq_lake::testing::{Backend, TestLake};
 use dq_lake::Error;
 
 backend_tests!(
+    only_writers_attach_meta,
     every_connection_is_utc,
     missing_extension_names_make_extensions,
     other_format_version_is_refused,
     encryption_mismatch_is_refused
 );
+
+/// The writers attach `meta` (din's consumer floor lives there); a read-only open, the query
+/// functions', does not: one catalog connection fewer at every cold start.
+fn only_writers_attach_meta(backend: Backend) {
+    let t = TestLake::new(backend);
+    let databases = |read_only: bool| -> Vec<String> {
+        let lake = t.open_with(|c| c.read_only = read_only).unwrap();
+        let mut stmt = lake
+            .conn()
+            .prepare("SELECT database_name FROM duckdb_databases() WHERE NOT internal ORDER BY 1")
+            .unwrap();
+        let names = stmt.query_map([], |r| r.get(0)).unwrap();
+        names.collect::<Result<_, _>>().unwrap()
+    };
+    assert!(databases(false).contains(&"meta".to_owned()));
+    let read_only = databases(true);
+    assert!(read_only.contains(&"lake".to_owned()), "{read_only:?}");
+    assert!(!read_only.contains(&"meta".to_owned()), "{read_only:?}");
+}
 
 fn every_connection_is_utc(backend: Backend) {
     let t = TestLake::new(backend);
