@@ -714,6 +714,24 @@ fn refresh(
     // plans with its statistics (a parameter's default estimate made it JIT-compile the
     // statement: ~35 ms at 10⁵ files).
     let next = base.next_file_id;
+    // The changed files' live delete files: looked up per file through the catalog's index
+    // inside PostgreSQL; DuckDB aggregates the table's live delete files once and joins them
+    // (a per-file lookup there was 15 ms at 10⁵ files).
+    let deletes = if postgres {
+        format!(
+            "LEFT JOIN LATERAL (SELECT count(*) AS n, max(d.delete_file_id) AS max_id, \
+               max(d.path) AS path, bool_and(d.path_is_relative) AS relative, \
+               bool_and(d.encryption_key IS NULL AND lower(d.format) = 'parquet') AS plain \
+             FROM ducklake_delete_file d \
+             WHERE d.table_id = {table} AND d.data_file_id = f.data_file_id AND {}) d ON true",
+            live("d", s)
+        )
+    } else {
+        format!(
+            "LEFT JOIN ({}) d ON d.data_file_id = f.data_file_id",
+            delete_files_sql(&m, table, s)
+        )
+    };
     let statement = |scanned: &[String]| {
         let sql = format!(
         "SELECT b.kept, b.next_file_id, b.table_live, b.inlined_tables, b.inlined_keys, \
@@ -734,11 +752,7 @@ fn refresh(
                WHERE p.table_id = {table} AND p.data_file_id = f.data_file_id) AS part, \
              d.n, d.max_id, d.path AS del_path, d.relative AS del_relative, d.plain AS del_plain \
            FROM {m}ducklake_data_file f \
-           LEFT JOIN LATERAL (SELECT count(*) AS n, max(d.delete_file_id) AS max_id, \
-               max(d.path) AS path, bool_and(d.path_is_relative) AS relative, \
-               bool_and(d.encryption_key IS NULL AND lower(d.format) = 'parquet') AS plain \
-             FROM {m}ducklake_delete_file d \
-             WHERE d.table_id = {table} AND d.data_file_id = f.data_file_id AND {}) d ON true \
+           {deletes} \
            WHERE f.table_id = {table} AND f.data_file_id IN ( \
              SELECT c.data_file_id FROM {m}ducklake_data_file c \
                WHERE c.table_id = {table} AND ({} OR c.data_file_id >= {next}) \
@@ -749,7 +763,6 @@ fn refresh(
         inlined_tables_sql(&m, table),
         inlined_keys_sql(&m, &key_text(spec, postgres), scanned, s),
         live("f", s),
-        live("d", s),
         changed("c", from, s),
         changed("c", from, s),
         );
