@@ -24,7 +24,8 @@
 //! to the DuckLake scan: a selected file with an encryption key, a column mapping or more than
 //! one live delete file; a data or delete file written after the snapshot (DuckLake dates a
 //! flushed or merged file back to its rows' snapshots, and such a file can hold rows of later
-//! ones); a key with inlined rows; a listing that does not match DuckLake's own. A read with
+//! ones); a key with inlined rows; more than a few files without the table's partition values
+//! (din's backfill); a listing that does not match DuckLake's own. A read with
 //! no file to read scans an empty relation of the table's columns: the DuckLake scan would find
 //! no row either.
 
@@ -40,6 +41,12 @@ use chrono::{DateTime, NaiveDate};
 /// Listings kept per table: the newest two snapshots, so requests pinned on either side of a
 /// commit do not reload each other's.
 const CACHED_LISTINGS: usize = 2;
+
+/// Files without the table's partition values a direct read still takes: every read opens all
+/// of them. More (din's backfill registers legacy files unpartitioned, up to 2,000 per commit,
+/// until merges rewrite them) and the DuckLake scan answers, which prunes them by their column
+/// statistics.
+const MAX_UNPARTITIONED: usize = 32;
 
 /// What joins a file's partition values, and inlined keys, in the listing statements: a
 /// control character no partition value of ours holds (`chr(31)` in SQL).
@@ -201,7 +208,8 @@ impl Listing {
     /// the representable days reads from the first file or to the last (an unbounded look-back,
     /// a rollup read).
     fn select(&self, keys: Option<&[String]>, from_us: i64, to_us: i64) -> Option<Vec<&DataFile>> {
-        if !self.usable || self.inlined.contains("") {
+        if !self.usable || self.inlined.contains("") || self.unpartitioned.len() > MAX_UNPARTITIONED
+        {
             return None;
         }
         match keys {
@@ -1150,6 +1158,15 @@ mod tests {
         );
         l.insert(None, file("u", None, true));
         assert_eq!(paths(&l, "6", day.0, day.1), Some(vec!["u"]));
+        let mut many = l.clone();
+        for i in 0..MAX_UNPARTITIONED {
+            many.insert(None, file(&format!("u{i}"), None, true));
+        }
+        assert_eq!(
+            paths(&many, "6", day.0, day.1),
+            None,
+            "a backfill's unpartitioned files: the scan prunes them"
+        );
         assert_eq!(paths(&l, "3", day.0, day.1), Some(vec!["b", "u"]));
         // Every key: the inlined rows of key 5 send the read to the scan.
         assert_eq!(l.select(None, day.0, day.1).map(|f| f.len()), None);
