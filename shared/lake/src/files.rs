@@ -57,16 +57,42 @@ const SEP: char = '\u{1f}';
 pub struct TableSpec {
     /// The table's name in the `lake` schema `main`.
     pub name: &'static str,
-    /// Its partition spec as the catalog spells it, `transform:column` by key, `,`-joined:
-    /// the key column's identity first, then optionally `year`/`month`/`day` of a time.
-    pub layout: &'static str,
-    /// The column of the first partition key: what reads select files by.
-    pub key: &'static str,
+    /// The column list of the `SET PARTITIONED BY` that lays the table out, e.g.
+    /// `subject_bucket, year("timestamp"), month("timestamp"), day("timestamp")`: its first
+    /// key's identity, then optionally the `year`/`month`/`day` of a time. Reads select files
+    /// by the first key's column.
+    pub partition: &'static str,
     /// Its columns and types, for the empty relation of a read with no file.
     pub columns: &'static [(&'static str, &'static str)],
 }
 
 impl TableSpec {
+    /// The partition spec as the catalog spells it: `transform:column` by key, `,`-joined.
+    fn layout(&self) -> String {
+        let keys: Vec<String> = self
+            .partition
+            .split(',')
+            .map(|key| {
+                let key = key.trim();
+                match key.split_once('(') {
+                    Some((transform, column)) => format!(
+                        "{}:{}",
+                        transform.trim(),
+                        column.trim_end_matches(')').trim().trim_matches('"')
+                    ),
+                    None => format!("identity:{}", key.trim_matches('"')),
+                }
+            })
+            .collect();
+        keys.join(",")
+    }
+
+    /// The column of the first partition key: what reads select files by.
+    fn key(&self) -> &'static str {
+        let first = self.partition.split(',').next().unwrap_or_default();
+        first.trim().trim_matches('"')
+    }
+
     /// A relation with the table's columns, types included, and no rows.
     fn empty(&self) -> String {
         let list: Vec<String> = self
@@ -447,7 +473,7 @@ fn changed(alias: &str, from: i64, to: i64) -> String {
 }
 
 fn load(conn: &Connection, postgres: bool, spec: &TableSpec, s: i64) -> duckdb::Result<Listing> {
-    let (name, layout) = (spec.name, spec.layout);
+    let (name, layout) = (spec.name, spec.layout());
     let mut listing = Listing::unusable(s);
     let table: Option<i64> = conn
         .query_row(
@@ -950,7 +976,7 @@ fn is_missing_inlined_table(e: &duckdb::Error) -> bool {
 /// stores a VARCHAR column of inlined rows as `bytea`, which DuckDB reads back as text but
 /// PostgreSQL's own cast would render as hex.
 fn key_text(spec: &TableSpec, native_postgres: bool) -> String {
-    let key = spec.key;
+    let key = spec.key();
     let varchar = spec
         .columns
         .iter()
@@ -1065,8 +1091,7 @@ mod tests {
     /// A time-partitioned table laid out as dq's `lake.signals`, with the columns the tests use.
     const SIGNALS: TableSpec = TableSpec {
         name: "signals",
-        layout: "identity:subject_bucket,year:timestamp,month:timestamp,day:timestamp",
-        key: "subject_bucket",
+        partition: r#"subject_bucket, year("timestamp"), month("timestamp"), day("timestamp")"#,
         columns: &[
             ("subject", "VARCHAR"),
             ("subject_bucket", "INTEGER"),
@@ -1078,8 +1103,7 @@ mod tests {
     /// din's `lake.raw_events`, by type first.
     const RAW: TableSpec = TableSpec {
         name: "raw_events",
-        layout: "identity:type,year:time,month:time,day:time",
-        key: "type",
+        partition: crate::raw::PARTITION,
         columns: &crate::raw::COLUMNS,
     };
 
@@ -1225,6 +1249,24 @@ mod tests {
         .readable(10));
     }
 
+    /// The catalog spells a partition spec `transform:column` by key; the key column is the
+    /// first one's.
+    #[test]
+    fn layouts_are_spelled_as_the_catalog_spells_them() {
+        assert_eq!(
+            SIGNALS.layout(),
+            "identity:subject_bucket,year:timestamp,month:timestamp,day:timestamp"
+        );
+        assert_eq!(SIGNALS.key(), "subject_bucket");
+        assert_eq!(RAW.layout(), "identity:type,year:time,month:time,day:time");
+        assert_eq!(RAW.key(), "type");
+        let rollup = TableSpec {
+            partition: "subject_bucket",
+            ..SIGNALS
+        };
+        assert_eq!(rollup.layout(), "identity:subject_bucket");
+    }
+
     #[test]
     fn partition_values_and_names_are_validated() {
         let values = |v: &[&str]| v.join(&SEP.to_string());
@@ -1363,10 +1405,10 @@ mod tests {
             ))
             .unwrap();
         lake.conn()
-            .execute_batch(
-                "ALTER TABLE lake.signals SET PARTITIONED BY \
-                   (subject_bucket, year(\"timestamp\"), month(\"timestamp\"), day(\"timestamp\"))",
-            )
+            .execute_batch(&format!(
+                "ALTER TABLE lake.signals SET PARTITIONED BY ({})",
+                SIGNALS.partition
+            ))
             .unwrap();
         crate::indexes::ensure(&lake).unwrap();
         let conn = lake.conn();

@@ -28,7 +28,8 @@ pub const COLUMNS: [(&str, &str); 13] = [
     ("voids_id", "VARCHAR"),
 ];
 
-const PARTITION_SQL: &str = r#"ALTER TABLE lake.raw_events SET PARTITIONED BY (type, year("time"), month("time"), day("time"))"#;
+/// din's partition spec of `raw_events`: the list its one `SET PARTITIONED BY` names.
+pub const PARTITION: &str = r#"type, year("time"), month("time"), day("time")"#;
 const SORT_SQL: &str = r#"ALTER TABLE lake.raw_events SET SORTED BY (subject, "time")"#;
 
 /// The `CREATE TABLE IF NOT EXISTS` statement, built from [`COLUMNS`].
@@ -90,7 +91,10 @@ pub fn ensure(lake: &Lake) -> Result<EnsureOutcome> {
         }
         let layout = layout(lake)?;
         if layout.partition.is_empty() {
-            lake.exec("partition lake.raw_events", PARTITION_SQL)?;
+            lake.exec(
+                "partition lake.raw_events",
+                &format!("ALTER TABLE lake.raw_events SET PARTITIONED BY ({PARTITION})"),
+            )?;
             out.partitioned = true;
         }
         if layout.sort.is_empty() {

@@ -168,7 +168,7 @@ impl Engine {
         params: &[&dyn duckdb::ToSql],
         row: impl Fn(&duckdb::Row<'_>) -> duckdb::Result<T>,
     ) -> Result<Vec<T>> {
-        let files = self.files.iter().find(|f| FileTable::of(f) == Some(table));
+        let files = self.files.iter().find(|f| *f.spec() == table.spec());
         let bucket = [subject_bucket(subject).to_string()];
         self.with_snapshot(context, |c, snapshot| {
             let run = |relations: &[String; N]| -> duckdb::Result<Vec<T>> {

@@ -28,8 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// din's `raw_events` as its files are listed: by `type`, then the UTC day of `time`.
 const RAW_EVENTS: TableSpec = TableSpec {
     name: dq_lake::raw::TABLE,
-    layout: "identity:type,year:time,month:time,day:time",
-    key: "type",
+    partition: dq_lake::raw::PARTITION,
     columns: &dq_lake::raw::COLUMNS,
 };
 
@@ -172,7 +171,7 @@ impl<'a> Reader<'a> {
 
     /// What a statement at `snapshot` reads as `raw_events` aliased `alias`: the files of
     /// `types` (`None`: every type) over `[from_us, to_us)` when the listing allows, else the
-    /// DuckLake scan. `Ok(true)` with the files.
+    /// DuckLake scan; `true` with the files.
     fn relation(
         &self,
         snapshot: Snapshot,

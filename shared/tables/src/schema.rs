@@ -127,8 +127,12 @@ struct Table {
     sort: Option<&'static str>,
 }
 
-const TIME_PARTITION: &str =
+/// The partition spec of `lake.signals` and `lake.events` (the `SET PARTITIONED BY` list).
+pub const TIME_PARTITION: &str =
     r#"subject_bucket, year("timestamp"), month("timestamp"), day("timestamp")"#;
+
+/// The partition spec of the rollups: the bucket alone.
+pub const BUCKET_PARTITION: &str = "subject_bucket";
 
 const TABLES: [Table; 4] = [
     Table {
@@ -146,13 +150,13 @@ const TABLES: [Table; 4] = [
     Table {
         name: "signals_latest",
         columns: &SIGNALS_LATEST_COLUMNS,
-        partition: "subject_bucket",
+        partition: BUCKET_PARTITION,
         sort: None,
     },
     Table {
         name: "events_latest",
         columns: &EVENTS_LATEST_COLUMNS,
-        partition: "subject_bucket",
+        partition: BUCKET_PARTITION,
         sort: None,
     },
 ];
