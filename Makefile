@@ -11,7 +11,7 @@ DEMO_DIR ?= $(CURDIR)/.local/demo
 DEMO_VEHICLES ?= 12
 DEMO_DAYS ?= 2
 
-.PHONY: help extensions venv bench-venv build fmt lint test test-only fuzz-build demo bench bench-decode bench-materializer bench-query bench-listing chaos reliability clean-demo
+.PHONY: help extensions venv bench-venv build fmt lint test test-only fuzz-build demo bench bench-decode bench-materializer bench-shards bench-query bench-listing chaos reliability clean-demo
 
 help:
 	@echo "make demo          seed a local lake, decode it, serve GraphQL (dq :8080, telemetry :8081, fetch :8082) + FetchService (prints curls)"
@@ -26,6 +26,7 @@ help:
 	@echo "make invoke-test   every events/*.json through its function under the Lambda Runtime API emulator"
 	@echo "make playground-check  GraphiQL at / in headless chromium: run a query, screenshot docs/playground.png"
 	@echo "make bench-materializer  materializer events/s beside the engine floor (1M events, file + PostgreSQL)"
+	@echo "make bench-shards  materializer events/s with 1 and 2 shards draining one PostgreSQL lake at once"
 	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService, segments, dailyActivity (200 vehicles x 30 days, file + PostgreSQL)"
 	@echo "make bench-listing the direct reads' file listing refreshed after one commit on a catalog with 100,000 data files (PostgreSQL + file)"
 	@echo "make bench         every case in one run (200 vehicles x 30 days, PostgreSQL) beside the DuckDB floor and ClickHouse (chDB); BENCHMARKS.md + BENCHMARKS.json"
@@ -92,6 +93,10 @@ bench-materializer: extensions venv
 	$(CARGO) build --workspace --bins
 	$(BENCH) materializer
 
+bench-shards: extensions venv
+	$(CARGO) build --workspace --bins
+	$(BENCH) shards
+
 bench-query: extensions
 	$(CARGO) build --workspace --bins
 	$(BENCH) query
@@ -111,14 +116,15 @@ bench: extensions bench-venv
 
 # The long variant of the chaos test that `make test` runs with 25 kills.
 chaos: extensions venv
-	DQ_CHAOS_KILLS=200 $(CARGO) test --workspace --no-fail-fast sigkill_at_random_points -- --nocapture
+	DQ_CHAOS_KILLS=200 DQ_SHARD_CHAOS_KILLS=50 $(CARGO) test --workspace --no-fail-fast sigkill_at_random_points -- --nocapture
 
 # The reliability tests with their figures (short variants of the same tests run in `make test`).
 RELIABILITY_DIR ?= $(CURDIR)/.local/reliability
 reliability: extensions venv
 	rm -rf "$(RELIABILITY_DIR)"
 	DQ_RELIABILITY_DIR="$(RELIABILITY_DIR)" DQ_LOAD_SECONDS=30 DQ_LOAD_CLIENTS=16 \
-		$(CARGO) test --workspace --no-fail-fast -- faults:: hostile:: load:: rejected_tokens
+		DQ_CHAOS_KILLS=200 DQ_SHARD_CHAOS_KILLS=25 \
+		$(CARGO) test --workspace --no-fail-fast -- faults:: hostile:: load:: rejected_tokens chaos::
 	python3 scripts/reliability-report.py "$(RELIABILITY_DIR)" RELIABILITY.md "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
 # ---- AWS SAM deployment (docs/deploy.md) ----

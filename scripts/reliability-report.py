@@ -32,6 +32,17 @@ TESTS = [
      "Every invocation's deadline (minus the drain margin) falls inside its first span: the span in flight "
      "commits, no new one starts, the next invocation continues.",
      "cargo test --workspace deadline_hit_mid_span"),
+    ("materializer-chaos", "functions/materializer/tests/it/chaos.rs `sigkill_at_random_points_loses_and_duplicates_nothing`",
+     "The materializer binary SIGKILLed at random points while din's simulator writes (duplicates, bisected "
+     "bundles, late arrivals, tombstones, blobs), PostgreSQL catalog: after a drain the audit is clean and the "
+     "decoded tables equal the decoder's output for every decodable event (lost and duplicated are checked "
+     "row by row; the test fails otherwise).",
+     "make chaos (200 kills); cargo test --workspace sigkill_at_random_points (25, DQ_CHAOS_KILLS)"),
+    ("materializer-chaos-shards", "functions/materializer/tests/it/chaos.rs `sharded_sigkill_at_random_points_equal_the_single_writer`",
+     "The same chaos on 1, 2 and 4 shards (MATERIALIZER_SHARD_INDEX / _COUNT) running at once on one "
+     "PostgreSQL catalog, a random shard killed and restarted each time: together they equal the "
+     "single-writer oracle, audit clean.",
+     "cargo test --workspace sharded_sigkill_at_random_points (DQ_SHARD_CHAOS_KILLS per layout)"),
     ("graphql-postgres-restart", "shared/graphql/tests/it/faults.rs `postgres_restart_mid_query`",
      "Queries running while the PostgreSQL catalog restarts: never a 5xx, no password in any answer or log, and "
      "the query instance recovers by itself.",

@@ -205,48 +205,117 @@ def check_materializer_failure_handling(t, res):
     return dlq
 
 
-def check_prune_schedule(t, res, dlq):
-    expected = json.loads((ROOT / "events/materializer-prune.json").read_text())["action"]
-    rules = []
+SHARD_INDEXES = range(4)  # MaterializerShardCount allows 1, 2 or 4
+
+
+def shard_condition_holds(t, cond, index, also=None):
+    """True when Condition `cond` is "shard `index` exists" (and `also`, when given): shard 1
+    with 2 or 4 shards, shards 2 and 3 with 4; shard 0 always."""
+    conditions = t.get("Conditions", {})
+    expr = conditions.get(cond)
+    if also:
+        if not (isinstance(expr, dict) and "Fn::And" in expr):
+            return False
+        parts = expr["Fn::And"]
+        if {"Condition": also} not in parts or len(parts) != 2:
+            return False
+        other = [p for p in parts if p != {"Condition": also}][0]
+        return shard_condition_holds(t, other.get("Condition"), index)
+    count = {"Ref": "MaterializerShardCount"}
+    if index == 1:
+        return expr == {"Fn::Not": [{"Fn::Equals": [count, "1"]}]}
+    return expr == {"Fn::Equals": [count, "4"]}
+
+
+def shard_rules(res, function, action):
+    """{shard index: [(rule name, rule, target)]} of the rules invoking `function` with `action`."""
+    found = {}
     for name, rule in of_type(res, "AWS::Events::Rule").items():
         for target in props(rule).get("Targets", []):
-            if get_att(target.get("Arn"), "Arn") != "MaintenanceFunction":
+            if get_att(target.get("Arn"), "Arn") != function:
                 continue
             payload = json.loads(target.get("Input", "{}"))
-            if payload.get("action") == expected:
-                rules.append((name, rule, target, payload))
-    if not check(len(rules) == 1, "one EventBridge rule invokes the maintenance function with the prune action"):
-        return
-    name, rule, target, payload = rules[0]
-    cond = rule.get("Condition")
-    check(
-        cond and condition_on_parameter(t, cond, "DecodedRetention"),
-        "the prune rule exists only when DecodedRetention is set (Condition)",
-    )
-    check(
-        "retention" not in payload,
-        "the prune payload leaves the retention to LAKE_DECODED_RETENTION (one setting)",
-    )
-    check(
-        all(
-            ref(env_of(res, fn).get("LAKE_DECODED_RETENTION")) == "DecodedRetention"
-            for fn in WRITERS
-        ),
-        "LAKE_DECODED_RETENTION is DecodedRetention on the drain and maintenance functions",
-    )
-    check(
-        get_att(target.get("DeadLetterConfig", {}).get("Arn"), "Arn") == dlq and dlq,
-        "the prune target has the dead-letter queue too",
-    )
+            if payload.get("action") == action:
+                found.setdefault(payload.get("shard"), []).append((name, rule, target, payload))
+    return found
+
+
+def check_rule_permission(res, name, cond, what):
     perms = [
         p for p in of_type(res, "AWS::Lambda::Permission").values()
         if get_att(props(p).get("SourceArn"), "Arn") == name
         and props(p).get("Principal") == "events.amazonaws.com"
     ]
+    check(len(perms) == 1 and perms[0].get("Condition") == cond, what)
+
+
+def check_prune_schedule(t, res, dlq):
+    expected = json.loads((ROOT / "events/materializer-prune.json").read_text())["action"]
+    rules = shard_rules(res, "MaintenanceFunction", expected)
+    check(set(rules) == set(SHARD_INDEXES),
+          f"the prune rules name shards {list(SHARD_INDEXES)} (got {sorted(map(str, rules))})")
     check(
-        len(perms) == 1 and perms[0].get("Condition") == cond,
-        "EventBridge may invoke the maintenance function for the prune rule, under the same Condition",
+        all(ref(env_of(res, fn).get("LAKE_DECODED_RETENTION")) == "DecodedRetention" for fn in WRITERS),
+        "LAKE_DECODED_RETENTION is DecodedRetention on the drain and maintenance functions",
     )
+    for index, found in sorted(rules.items(), key=lambda kv: str(kv[0])):
+        if not check(len(found) == 1, f"one EventBridge rule prunes shard {index}"):
+            continue
+        name, rule, target, payload = found[0]
+        cond = rule.get("Condition")
+        if index == 0:
+            check(
+                cond and condition_on_parameter(t, cond, "DecodedRetention"),
+                "the prune rule of shard 0 exists only when DecodedRetention is set (Condition)",
+            )
+        else:
+            check(
+                cond and shard_condition_holds(t, cond, index, also="HasDecodedRetention"),
+                f"the prune rule of shard {index} exists only with DecodedRetention and that shard",
+            )
+        check(
+            "retention" not in payload,
+            "the prune payload leaves the retention to LAKE_DECODED_RETENTION (one setting)",
+        )
+        check(
+            get_att(target.get("DeadLetterConfig", {}).get("Arn"), "Arn") == dlq and dlq,
+            f"the prune target of shard {index} has the dead-letter queue too",
+        )
+        check_rule_permission(
+            res, name, cond,
+            f"EventBridge may invoke the maintenance function for the prune rule of shard {index}, "
+            "under the same Condition",
+        )
+
+
+def check_shards(t, res, dlq):
+    """One schedule rule per shard, each tick naming its shard; the writers know the count."""
+    rules = shard_rules(res, "MaterializerFunction", "materialize")
+    check(set(rules) == set(SHARD_INDEXES),
+          f"the materialize ticks name shards {list(SHARD_INDEXES)} (got {sorted(map(str, rules))})")
+    for index, found in rules.items():
+        if not check(len(found) == 1, f"one schedule rule ticks shard {index}"):
+            continue
+        name, rule, target, _ = found[0]
+        schedule = props(rule).get("ScheduleExpression")
+        check(ref(schedule) == "MaterializerSchedule", f"shard {index} ticks on MaterializerSchedule")
+        check(get_att(target.get("DeadLetterConfig", {}).get("Arn"), "Arn") == dlq and dlq,
+              f"the tick of shard {index} has the dead-letter queue")
+        check("RetryPolicy" in target, f"the tick of shard {index} has a RetryPolicy")
+        if index == 0:
+            continue
+        cond = rule.get("Condition")
+        check(cond and shard_condition_holds(t, cond, index),
+              f"the tick of shard {index} exists only when MaterializerShardCount has that shard")
+        check_rule_permission(res, name, cond,
+                              f"EventBridge may invoke the materializer for shard {index}, under the same Condition")
+    allowed = t["Parameters"].get("MaterializerShardCount", {}).get("AllowedValues")
+    check(allowed == ["1", "2", "4"], f"MaterializerShardCount allows 1, 2 or 4 (got {allowed})")
+    for fn in WRITERS:
+        env = env_of(res, fn)
+        check(ref(env.get("MATERIALIZER_SHARD_COUNT")) == "MaterializerShardCount"
+              and env.get("MATERIALIZER_SHARD_INDEX") == "0",
+              f"{fn} knows the shard count (requests name their shard; 0 otherwise)")
 
 
 def cors_variants(cors):
@@ -377,11 +446,15 @@ def check_apis(t, res):
 
 def check_reserved_concurrency(t, res):
     functions = of_type(res, "AWS::Lambda::Function")
-    for fn in WRITERS:
-        check(
-            props(functions.get(fn, {})).get("ReservedConcurrentExecutions") == 1,
-            f"{fn} keeps reserved concurrency 1 (one drain, one maintenance action at a time)",
-        )
+    check(
+        props(functions.get("MaintenanceFunction", {})).get("ReservedConcurrentExecutions") == 1,
+        "MaintenanceFunction keeps reserved concurrency 1 (one maintenance action at a time)",
+    )
+    check(
+        ref(props(functions.get("MaterializerFunction", {})).get("ReservedConcurrentExecutions"))
+        == "MaterializerShardCount",
+        "MaterializerFunction reserves one execution per shard (one drain per shard at a time)",
+    )
     query = [f for f in functions if f not in WRITERS]
     check(query == QUERY_FUNCTIONS, f"the query functions are {QUERY_FUNCTIONS} (got {query})")
     for fn in query:
@@ -800,6 +873,7 @@ def main():
     res = t["Resources"]
     dlq = check_materializer_failure_handling(t, res)
     check_prune_schedule(t, res, dlq)
+    check_shards(t, res, dlq)
     check_cors(t, res)
     check_lease_table(res)
     check_list_bucket_scoped(res)

@@ -15,6 +15,7 @@ mod listing;
 mod materializer;
 mod query;
 mod report;
+mod shards;
 mod suite;
 
 use std::process::ExitCode;
@@ -43,6 +44,8 @@ enum Command {
     /// The direct reads' file listing refreshed after one commit on a catalog with 100,000
     /// data files, beside a whole load and DuckLake's own listing.
     Listing(listing::Args),
+    /// Raw events/s of 1 and 2 materializer shards draining one PostgreSQL lake at once.
+    Shards(shards::Args),
     /// Every case in one run on one dataset, beside the DuckDB floor and ClickHouse (chDB),
     /// as ratios; writes BENCHMARKS.md and BENCHMARKS.json.
     All(suite::Args),
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Query(args) => query::run(&args),
         Command::All(args) => suite::run(&args),
         Command::Listing(args) => listing::run(&args),
+        Command::Shards(args) => shards::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

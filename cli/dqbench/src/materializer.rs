@@ -45,7 +45,7 @@ fn per_sec(n: u64, d: Duration) -> f64 {
 }
 
 /// 200 vehicles (the production-shaped fleet), with as many days as reach `events`.
-fn fleet_for(events: u64) -> anyhow::Result<FleetConfig> {
+pub(crate) fn fleet_for(events: u64) -> anyhow::Result<FleetConfig> {
     let one_day = FleetConfig {
         vehicles: 200,
         days: 1,

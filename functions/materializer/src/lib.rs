@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use dq_materialize::invoke::{invoke, parse_request, Action};
-use dq_materialize::{metrics, LeaseSession, Materializer};
+use dq_materialize::invoke::{invoke, parse_request, requested_shard, Action};
+use dq_materialize::{metrics, LeaseSession, Materializer, Shard};
 use serde_json::{json, Value};
 
 /// What one warm Lambda keeps between invocations.
@@ -132,18 +132,30 @@ pub async fn handler(
     until_caught_up: bool,
 ) -> Result<Value, HandlerError> {
     let action = parse_request(&event)?;
-    run(ctx, action, request_id, deadline, until_caught_up).await
+    let configured = ctx
+        .materializer
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .config()
+        .shard;
+    let shard = requested_shard(&event, configured)?;
+    run(ctx, action, shard, request_id, deadline, until_caught_up).await
 }
 
 async fn run(
     ctx: &Context,
     action: Action,
+    shard: Shard,
     request_id: &str,
     deadline: Option<Instant>,
     until_caught_up: bool,
 ) -> Result<Value, HandlerError> {
     let needs_lease = !matches!(action, Action::Audit);
-    let lease = ctx.lease.for_invocation(request_id);
+    // Each shard holds its own lease: its own item, or its own lock file.
+    let lease = ctx
+        .lease
+        .for_item(|id| shard.lease_id(id), |path| shard.lease_file(path))
+        .for_invocation(request_id);
     let session = if needs_lease {
         let wait = if action.waits_for_lease() {
             lease_wait(ctx, deadline)
@@ -181,13 +193,16 @@ async fn run(
     let act = action.clone();
     let out = tokio::task::spawn_blocking(move || {
         let mut guard = m.lock().unwrap_or_else(|p| p.into_inner());
-        let result = handle.block_on(invoke(
-            &guard,
-            &act,
-            session.as_ref(),
-            deadline,
-            until_caught_up,
-        ));
+        let result = match guard.set_shard(shard) {
+            Ok(()) => handle.block_on(invoke(
+                &guard,
+                &act,
+                session.as_ref(),
+                deadline,
+                until_caught_up,
+            )),
+            Err(e) => Err(e),
+        };
         if let Err(e) = &result {
             guard.recover_from(e);
         }
@@ -209,6 +224,9 @@ async fn run(
     let mut value = out?;
     if let Value::Object(map) = &mut value {
         map.insert("action".into(), json!(action.name()));
+        if !shard.is_all() {
+            map.insert("shard".into(), json!(shard.to_string()));
+        }
     }
     Ok(value)
 }

@@ -89,6 +89,10 @@ impl DynamoBackend {
         }
     }
 
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     pub(crate) fn table(&self) -> &str {
         &self.table
     }

@@ -248,6 +248,28 @@ impl Lease {
         }
     }
 
+    /// The same backend and settings on another item, named from this one's: DynamoDB item
+    /// `id(<this id>)` in the same table, or lock file `path(<this path>)`. Nobody holds it yet
+    /// through the new handle. Writers that split the work (shards) hold one item each.
+    pub fn for_item(&self, id: impl Fn(&str) -> String, path: impl Fn(&Path) -> PathBuf) -> Lease {
+        let backend = match &self.backend {
+            Backend::Dynamo(dynamo) => Backend::Dynamo(DynamoBackend::new(
+                dynamo.client().clone(),
+                dynamo.table().to_owned(),
+                id(dynamo.lease_id()),
+            )),
+            Backend::Local(local) => Backend::Local(LocalBackend::new(path(local.path()))),
+        };
+        Lease {
+            backend,
+            holder: self.holder.clone(),
+            clock: Arc::clone(&self.clock),
+            ttl: self.ttl,
+            check_margin: self.check_margin,
+            wait: self.wait,
+        }
+    }
+
     /// Uses `clock` for expiry (tests pass a [`ManualClock`]).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Lease {
         self.clock = clock;

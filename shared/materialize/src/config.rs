@@ -8,6 +8,7 @@ use std::time::Duration;
 use dq_config::{Settings, VehicleRegistry};
 use dq_decode::VehicleGate;
 
+use crate::shard::Shard;
 use crate::{Error, Result};
 
 /// Snapshots per span (Go `MATERIALIZER_MAX_SNAPSHOT_SPAN`; positive only; default 16).
@@ -32,6 +33,11 @@ pub use dq_config::registry::{DIMO_REGISTRY_CHAIN_ID, VEHICLE_NFT_ADDRESS};
 pub const MATERIALIZER_BLOB_ACCESS_ATTEMPTS: &str = "MATERIALIZER_BLOB_ACCESS_ATTEMPTS";
 /// Print CloudWatch EMF metric lines on stdout (dq; default true).
 pub const MATERIALIZER_EMF: &str = "MATERIALIZER_EMF";
+/// This materializer's shard index, `0..MATERIALIZER_SHARD_COUNT` (dq; default 0; [`Shard`]).
+pub const MATERIALIZER_SHARD_INDEX: &str = "MATERIALIZER_SHARD_INDEX";
+/// Shards splitting the subject buckets between materializers, 1..=256 (dq; default 1: one
+/// writer for every bucket; [`Shard`]).
+pub const MATERIALIZER_SHARD_COUNT: &str = "MATERIALIZER_SHARD_COUNT";
 
 /// The consumer name in `meta.din_consumer_progress` (Go dq's; one logical cursor).
 pub const CONSUMER: &str = "dq";
@@ -59,6 +65,8 @@ pub struct Config {
     pub blob_access_attempts: usize,
     /// Emit EMF lines.
     pub emf: bool,
+    /// The buckets this materializer decodes.
+    pub shard: Shard,
 }
 
 impl Default for Config {
@@ -74,6 +82,7 @@ impl Default for Config {
             gate: VehicleGate::DISABLED,
             blob_access_attempts: 5,
             emf: true,
+            shard: Shard::ALL,
         }
     }
 }
@@ -123,6 +132,22 @@ impl Config {
             MATERIALIZER_BLOB_ACCESS_ATTEMPTS,
             &mut cfg.blob_access_attempts,
         );
+        let count = s.parsed(MATERIALIZER_SHARD_COUNT, |v| {
+            v.parse::<u32>()
+                .map_err(|_| "not a whole number".to_string())
+        });
+        let index = s.parsed(MATERIALIZER_SHARD_INDEX, |v| {
+            v.parse::<u32>()
+                .map_err(|_| "not a whole number".to_string())
+        });
+        if count.is_some() || index.is_some() {
+            match Shard::new(index.unwrap_or(0), count.unwrap_or(1)) {
+                Ok(shard) => cfg.shard = shard,
+                Err(why) => s.problem(format!(
+                    "{MATERIALIZER_SHARD_INDEX}/{MATERIALIZER_SHARD_COUNT}: {why}"
+                )),
+            }
+        }
         if let Some((chain_id, vehicle_contract)) = VehicleRegistry::read(&mut s).gate(&mut s) {
             cfg.gate = VehicleGate {
                 chain_id,
@@ -198,6 +223,29 @@ mod tests {
             DIMO_REGISTRY_CHAIN_ID,
         ] {
             assert!(err.contains(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn reads_the_shard() {
+        assert_eq!(env(&[]).unwrap().shard, Shard::ALL);
+        let cfg = env(&[
+            (MATERIALIZER_SHARD_INDEX, "1"),
+            (MATERIALIZER_SHARD_COUNT, "2"),
+        ])
+        .unwrap();
+        assert_eq!(cfg.shard, Shard::new(1, 2).unwrap());
+        for bad in [
+            &[
+                (MATERIALIZER_SHARD_INDEX, "2"),
+                (MATERIALIZER_SHARD_COUNT, "2"),
+            ][..],
+            &[(MATERIALIZER_SHARD_INDEX, "1")][..],
+            &[(MATERIALIZER_SHARD_COUNT, "0")][..],
+            &[(MATERIALIZER_SHARD_COUNT, "two")][..],
+        ] {
+            let err = env(bad).unwrap_err().to_string();
+            assert!(err.contains("MATERIALIZER_SHARD_"), "{err}");
         }
     }
 

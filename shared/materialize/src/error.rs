@@ -32,7 +32,7 @@ pub enum Error {
     #[error("cursor `{partition}` holds `{value}`, not a snapshot id")]
     BadCursor {
         /// The `ingest_progress` partition.
-        partition: &'static str,
+        partition: String,
         /// The stored value.
         value: String,
     },

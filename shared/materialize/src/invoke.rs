@@ -9,7 +9,7 @@ use dq_config::parse_go_duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Error, LeaseSession, Materializer, Result, RunSummary};
+use crate::{Error, LeaseSession, Materializer, Result, RunSummary, Shard};
 
 /// A materializer request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -67,6 +67,32 @@ impl Action {
             Action::Backfill { .. } | Action::Prune { .. } | Action::RebuildRollups
         )
     }
+}
+
+/// The shard a request runs as: its `"shard"` field (an index, as a number or a string; the
+/// count is the configured one), else `configured`. Each shard's schedule names its index, so
+/// one function serves every shard; maintenance actions name the shard they maintain.
+pub fn requested_shard(payload: &Value, configured: Shard) -> Result<Shard> {
+    let Some(field) = payload.get("shard") else {
+        return Ok(configured);
+    };
+    let bad = |reason: String| Error::InvalidRequest {
+        action: "invoke",
+        reason,
+    };
+    let index = match field {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    }
+    .and_then(|i| u32::try_from(i).ok())
+    .ok_or_else(|| bad(format!("`shard` must be a shard index, got {field}")))?;
+    Shard::new(index, configured.count()).map_err(|why| {
+        bad(format!(
+            "`shard`: {why} (MATERIALIZER_SHARD_COUNT is {})",
+            configured.count()
+        ))
+    })
 }
 
 /// Parses an invocation payload: `{"action": …}` or an EventBridge scheduled event (→ materialize).
@@ -189,5 +215,39 @@ mod tests {
         );
         assert!(parse_request(&json!({"action": "nope"})).is_err());
         assert!(parse_request(&json!({})).is_err());
+    }
+
+    #[test]
+    fn a_request_names_its_shard() {
+        let two = Shard::new(0, 2).unwrap();
+        let tick = json!({"action": "materialize", "shard": 1});
+        assert_eq!(parse_request(&tick).unwrap(), Action::Materialize);
+        assert_eq!(
+            requested_shard(&tick, two).unwrap(),
+            Shard::new(1, 2).unwrap()
+        );
+        let prune = json!({"action": "prune", "retention": "1h", "shard": "1"});
+        assert!(matches!(
+            parse_request(&prune).unwrap(),
+            Action::Prune { .. }
+        ));
+        assert_eq!(
+            requested_shard(&prune, two).unwrap(),
+            Shard::new(1, 2).unwrap()
+        );
+        assert_eq!(
+            requested_shard(&json!({"action": "materialize"}), two).unwrap(),
+            two
+        );
+        for bad in [json!(2), json!(-1), json!("x"), json!(null), json!(1.5)] {
+            let err = requested_shard(&json!({"action": "materialize", "shard": bad}), two)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("shard"), "{err}");
+        }
+        assert!(
+            requested_shard(&tick, Shard::ALL).is_err(),
+            "one shard: index 1 is out of range"
+        );
     }
 }

@@ -22,6 +22,7 @@
 //! - [`resolve`]: extras, blobs (poison vs transient), base64 payloads, tombstones.
 //! - [`write`]: Arrow staging and the window transaction.
 //! - [`rollup`]: the rollup definitions, per-subject refresh, full rebuild, diff.
+//! - [`shard`]: [`Shard`], the buckets one of several materializers decodes, and its names.
 //! - `pass.rs`: [`Materializer`]: spans, drains, backfill, prune, audit.
 //! - [`invoke`]: request parsing and dispatch for the Lambda and the local binary.
 //! - [`metrics`]: CloudWatch EMF lines.
@@ -38,6 +39,7 @@ pub mod metrics;
 mod pass;
 pub mod resolve;
 pub mod rollup;
+pub mod shard;
 pub mod summary;
 // Test oracles: a lake that cannot be read, or a drain that never catches up, fails the test.
 #[cfg(feature = "testing")]
@@ -48,6 +50,7 @@ pub mod write;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use pass::{LeaseSession, Materializer, MaterializerBuilder};
+pub use shard::Shard;
 pub use summary::{
     AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
 };

@@ -13,9 +13,10 @@ use dq_lake::{progress, quote, Lake};
 use dq_lease::{Clock, Lease, LeaseGuard, SystemClock};
 use tracing::{debug, error, info, instrument, warn};
 
-use crate::config::{Config, CONSUMER};
+use crate::config::Config;
 use crate::feed::{self, FeedRow, Keyset, Resume, Source};
 use crate::resolve::{self, Voided};
+use crate::shard::Shard;
 use crate::summary::{
     AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
 };
@@ -36,6 +37,28 @@ pub const PROGRESS_KEEPALIVE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
 /// lease uses too (millisecond precision is plenty for all four).
 fn now(clock: &dyn Clock) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(clock.now_millis()).unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// Seeds `shard`'s cursor row unless it exists: at the lowest cursor of any layout (the
+/// single writer's row, every shard row), since every snapshot at or below it is decoded for
+/// every bucket. Re-decoding above it is idempotent. True when it inserted the row.
+fn seed_shard_cursor(lake: &Lake, shard: Shard) -> dq_lake::Result<bool> {
+    let partition = shard.cursor_partition();
+    lake.conn()
+        .execute(
+            "INSERT INTO lake.ingest_progress (partition, cursor) \
+             SELECT ?, coalesce(min(TRY_CAST(cursor AS BIGINT)), 0)::VARCHAR \
+             FROM lake.ingest_progress WHERE (partition = ? OR partition LIKE ?) \
+             HAVING NOT EXISTS (SELECT 1 FROM lake.ingest_progress WHERE partition = ?)",
+            [
+                partition.as_str(),
+                CURSOR_PARTITION,
+                &Shard::cursor_partition_pattern(),
+                partition.as_str(),
+            ],
+        )
+        .map(|n| n > 0)
+        .map_err(|e| lake.error("seed the shard's cursor", e))
 }
 
 /// A held lease for one invocation: renewed between windows, checked right before each commit.
@@ -169,15 +192,17 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// The CAS of a window that read the row with `expected_fence`, leaving the span at
-    /// `resume` (see [`ProgressCas::resume`]).
+    /// The CAS on cursor row `partition` of a window that read the row with `expected_fence`,
+    /// leaving the span at `resume` (see [`ProgressCas::resume`]).
     fn cas(
         &self,
+        partition: &str,
         cursor: Option<(i64, i64)>,
         expected_fence: Option<i64>,
         resume: Option<Resume>,
     ) -> ProgressCas {
         ProgressCas {
+            partition: partition.to_owned(),
             cursor,
             expected_fence,
             fence: self.fence,
@@ -263,13 +288,22 @@ impl MaterializerBuilder {
         self
     }
 
-    /// Creates dq's tables where missing and returns the materializer.
+    /// The subject buckets this materializer decodes (default [`Shard::ALL`]).
+    pub fn shard(mut self, shard: Shard) -> Self {
+        self.0.config.shard = shard;
+        self
+    }
+
+    /// Creates dq's tables where missing, seeds a shard's cursor row, and returns the
+    /// materializer.
     pub fn build(self) -> Result<Materializer> {
         let report = schema::ensure(&self.0.lake)?;
         if !report.created.is_empty() {
             info!(created = ?report.created, "decoded tables created");
         }
-        Ok(self.0)
+        let m = self.0;
+        m.ensure_shard_cursor()?;
+        Ok(m)
     }
 }
 
@@ -296,7 +330,28 @@ impl std::fmt::Debug for Materializer {
 /// How a window transaction ended.
 enum Commit {
     Done(write::Applied),
+    /// The progress-row CAS matched nothing: a peer moved the cursor or fenced the row.
     Moved,
+    /// DuckLake refused the commit because a concurrent transaction changed a table this one
+    /// wrote (another shard's window, din's maintenance, a peer): nothing landed, and the same
+    /// window may run again on the new snapshot, where its CAS tells a peer from a bystander.
+    Conflict,
+}
+
+/// Attempts at a drain window that keeps losing commit races (other shards' windows, din's
+/// maintenance) before the span is abandoned, to resume at the next run.
+const WINDOW_CONFLICT_ATTEMPTS: u64 = 12;
+
+/// The pause before re-running a window that lost a commit race: growing with the attempt,
+/// with jitter so racing shards do not collide again in lockstep.
+fn conflict_backoff(attempt: u64) -> Duration {
+    let jitter = u64::from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+            % 40,
+    );
+    Duration::from_millis(20 * attempt.min(10) + jitter)
 }
 
 /// The snapshots and bounds of one span.
@@ -317,7 +372,8 @@ struct SpanPlan {
 struct Window {
     plan: WindowPlan,
     exhausted: bool,
-    raw_rows: u64,
+    /// Raw rows the window read, of every shard.
+    scanned: u64,
 }
 
 impl Materializer {
@@ -374,8 +430,40 @@ impl Materializer {
         self.progress_row().map(|row| row.cursor)
     }
 
+    /// The subject buckets this materializer decodes.
+    pub fn shard(&self) -> Shard {
+        self.config.shard
+    }
+
+    /// Decodes `shard`'s buckets from now on (a Lambda environment serving the invocations of
+    /// several shards), seeding its cursor row if it has none.
+    pub fn set_shard(&mut self, shard: Shard) -> Result<()> {
+        if shard == self.config.shard {
+            return Ok(());
+        }
+        self.config.shard = shard;
+        // The consumer-progress throttle belongs to the previous shard's consumer name.
+        *self.progress.lock().unwrap_or_else(|p| p.into_inner()) = ProgressState::default();
+        self.ensure_shard_cursor()
+    }
+
+    fn ensure_shard_cursor(&self) -> Result<()> {
+        let shard = self.config.shard;
+        if shard.is_all() {
+            return Ok(()); // schema::ensure seeds the single writer's row
+        }
+        let seeded = dq_lake::retry::on_conflict("seed the shard's cursor", || {
+            seed_shard_cursor(&self.lake, shard)
+        })?;
+        if seeded {
+            info!(%shard, buckets = ?shard.buckets(), "shard cursor row seeded");
+        }
+        Ok(())
+    }
+
     /// The cursor row, self-healed as in [`Self::cursor`].
     fn progress_row(&self) -> Result<ProgressRow> {
+        let partition = self.config.shard.cursor_partition();
         type Stored = (Option<String>, Option<i64>, Option<String>);
         let got: Vec<Stored> = {
             let conn = self.lake.conn();
@@ -386,24 +474,27 @@ impl Materializer {
                     schema::RESUME_COLUMN
                 ))
                 .map_err(|e| self.lake.error("read cursor", e))?;
-            stmt.query_map([CURSOR_PARTITION], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .and_then(|rows| rows.collect::<Result<_, _>>())
-            .map_err(|e| self.lake.error("read cursor", e))?
+            stmt.query_map([&partition], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .and_then(|rows| rows.collect::<Result<_, _>>())
+                .map_err(|e| self.lake.error("read cursor", e))?
         };
         let Some((cursor, fence, resume)) = got.into_iter().next() else {
-            error!(
-                partition = CURSOR_PARTITION,
-                "cursor row missing, re-seeding at 0"
-            );
-            dq_lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
-            return Ok(ProgressRow::default());
+            let shard = self.config.shard;
+            if shard.is_all() {
+                error!(partition, "cursor row missing, re-seeding at 0");
+                dq_lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
+                return Ok(ProgressRow::default());
+            }
+            error!(partition, "shard cursor row missing, re-seeding");
+            dq_lake::retry::on_conflict("re-seed the shard's cursor", || {
+                seed_shard_cursor(&self.lake, shard)
+            })?;
+            return self.progress_row();
         };
         let cursor = match cursor {
             None => 0,
             Some(v) => v.trim().parse().map_err(|_| Error::BadCursor {
-                partition: CURSOR_PARTITION,
+                partition,
                 value: v.clone(),
             })?,
         };
@@ -453,7 +544,7 @@ impl Materializer {
             return;
         }
         st.last_attempt = Some(now);
-        match progress::record(&self.lake, CONSUMER, id) {
+        match progress::record(&self.lake, &self.config.shard.consumer(), id) {
             Ok(()) => {
                 st.reported = Some(id);
                 st.last_success = Some(now);
@@ -592,7 +683,7 @@ impl Materializer {
                     ),
                     [
                         new.to_string(),
-                        CURSOR_PARTITION.to_owned(),
+                        self.config.shard.cursor_partition(),
                         cur.to_string(),
                     ],
                 )
@@ -629,6 +720,8 @@ impl Materializer {
         let mut conn = self.lake.connect()?;
         let mut after: Option<Keyset> = span.after.clone();
         let mut oldest_event: Option<DateTime<Utc>> = None;
+        // Raw rows of every shard: a span with only other shards' rows still moves this cursor.
+        let mut scanned = 0u64;
         loop {
             writer.renew().await?;
             // A waiting maintenance invocation asked for the lease: stop between two window
@@ -642,9 +735,10 @@ impl Materializer {
             let mut window = self
                 .read_window(&conn, source, &mut after, &mut s.counts, &mut oldest_event)
                 .await?;
+            scanned += window.scanned;
             // Reading (blob fetches) and decoding are the long phases: renew before writing.
             writer.renew().await?;
-            if window.exhausted && s.counts.raw_rows == 0 && to >= head && !s.resumed {
+            if window.exhausted && scanned == 0 && to >= head && !s.resumed {
                 // Only dq's own or maintenance snapshots remain: caught up, cursor untouched
                 // (advancing it would mint a snapshot and never catch up).
                 s.outcome = Outcome::CaughtUp;
@@ -664,10 +758,28 @@ impl Materializer {
                     ),
                     _ => (to, None),
                 };
-                window.plan.progress = Some(writer.cas(Some((cur, end)), fence, resume));
+                window.plan.progress = Some(writer.cas(
+                    &self.config.shard.cursor_partition(),
+                    Some((cur, end)),
+                    fence,
+                    resume,
+                ));
             }
-            match self.commit_window(&mut conn, &window.plan, writer).await? {
-                Commit::Moved => {
+            let mut attempt = 0;
+            let committed = loop {
+                match self.commit_window(&mut conn, &window.plan, writer).await? {
+                    Commit::Conflict if attempt < WINDOW_CONFLICT_ATTEMPTS => {
+                        attempt += 1;
+                        s.counts.conflicts += 1;
+                        debug!(attempt, "window lost a commit race; running it again");
+                        tokio::time::sleep(conflict_backoff(attempt)).await;
+                        writer.renew().await?;
+                    }
+                    other => break other,
+                }
+            };
+            match committed {
+                Commit::Moved | Commit::Conflict => {
                     s.outcome = Outcome::Moved;
                     return Ok(());
                 }
@@ -681,7 +793,6 @@ impl Materializer {
                     s.counts.deleted_rows += applied.deleted_rows;
                 }
             }
-            let _ = window.raw_rows;
             if window.exhausted {
                 s.outcome = Outcome::Committed;
                 s.lag_seconds = oldest_event.map(|t| secs(now(self.clock.as_ref()) - t));
@@ -712,6 +823,7 @@ impl Materializer {
         let mut events: Vec<RawEvent> = Vec::new();
         let mut plan = WindowPlan::default();
         let (mut raw, mut bytes, mut exhausted) = (0usize, 0usize, false);
+        let mut owned = 0usize;
         loop {
             let limit = (self.config.window_rows - raw).max(1);
             let budget = self.config.window_bytes.saturating_sub(bytes).max(1);
@@ -740,12 +852,17 @@ impl Materializer {
                     *oldest_event = Some(oldest_event.map_or(t, |o| o.min(t)));
                 }
                 raw += chunk.len();
-                let resolved = resolve::resolve(
-                    chunk.into_iter().map(|r| r.row).collect(),
-                    self.blobs.as_ref(),
-                    self.config.blob_access_attempts,
-                )
-                .await?;
+                // Other shards' rows are dropped before their blobs are fetched.
+                let shard = self.config.shard;
+                let own: Vec<_> = chunk
+                    .into_iter()
+                    .map(|r| r.row)
+                    .filter(|r| shard.owns(&r.subject))
+                    .collect();
+                owned += own.len();
+                let resolved =
+                    resolve::resolve(own, self.blobs.as_ref(), self.config.blob_access_attempts)
+                        .await?;
                 bytes += resolved.bytes;
                 events.extend(resolved.events);
                 plan.voided.extend(resolved.voided);
@@ -765,7 +882,7 @@ impl Materializer {
                 break;
             }
         }
-        counts.raw_rows += raw as u64;
+        counts.raw_rows += owned as u64;
         // Tombstones: of this window, and any already in the lake for these events (issue 4).
         let mut voided: BTreeSet<Voided> = plan.voided.clone();
         voided.extend(self.lake_tombstones(conn, &events)?);
@@ -794,7 +911,7 @@ impl Materializer {
         Ok(Window {
             plan,
             exhausted,
-            raw_rows: raw as u64,
+            scanned: raw as u64,
         })
     }
 
@@ -842,7 +959,7 @@ impl Materializer {
             .map_err(|e| self.lake.error("begin window", e))?;
         let applied = match write::apply(&self.lake, &tx, plan) {
             Ok(a) => a,
-            Err(Error::Lake(e)) if e.is_commit_conflict() => return Ok(Commit::Moved),
+            Err(Error::Lake(e)) if e.is_commit_conflict() => return Ok(Commit::Conflict),
             Err(e) => return Err(e),
         };
         if !applied.progress_matched {
@@ -880,7 +997,7 @@ impl Materializer {
                     }
                 }
                 if err.is_commit_conflict() {
-                    return Ok(Commit::Moved);
+                    return Ok(Commit::Conflict);
                 }
                 Err(err.into())
             }
@@ -1020,7 +1137,8 @@ impl Materializer {
             let mut attempts = 0;
             loop {
                 if !window.plan.writes_nothing() {
-                    window.plan.progress = Some(writer.cas(None, *fence, None));
+                    window.plan.progress =
+                        Some(writer.cas(&self.config.shard.cursor_partition(), None, *fence, None));
                 }
                 match self.commit_window(conn, &window.plan, writer).await? {
                     Commit::Done(a) => {
@@ -1033,12 +1151,12 @@ impl Materializer {
                         counts.deleted_rows += a.deleted_rows;
                         break;
                     }
-                    Commit::Moved if attempts < CONFLICT_ATTEMPTS => {
+                    Commit::Moved | Commit::Conflict if attempts < CONFLICT_ATTEMPTS => {
                         attempts += 1;
                         tokio::time::sleep(Duration::from_millis(200 * attempts)).await;
                         *fence = self.progress_row()?.fence;
                     }
-                    Commit::Moved => {
+                    Commit::Moved | Commit::Conflict => {
                         return Err(Error::Lake(dq_lake::Error::Config(
                             "backfill window kept conflicting with a concurrent writer".into(),
                         )))
@@ -1114,12 +1232,13 @@ impl Materializer {
         cutoff: DateTime<Utc>,
     ) -> Result<Option<DateTime<Utc>>> {
         let cut = feed::ts_literal(cutoff);
+        let own = self.config.shard.bucket_predicate(None);
         conn.query_row(
             &format!(
                 "SELECT min(t) FROM (\
-                 SELECT min(\"timestamp\") AS t FROM lake.signals WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ \
+                 SELECT min(\"timestamp\") AS t FROM lake.signals WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ AND {own} \
                  UNION ALL \
-                 SELECT min(\"timestamp\") FROM lake.events WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ)"
+                 SELECT min(\"timestamp\") FROM lake.events WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ AND {own})"
             ),
             [],
             |r| r.get(0),
@@ -1171,14 +1290,17 @@ impl Materializer {
         let tx = conn
             .transaction()
             .map_err(|e| self.lake.error("begin prune", e))?;
-        if !write::swap_progress(&self.lake, &tx, &writer.cas(None, fence, None))? {
+        let cas = writer.cas(&self.config.shard.cursor_partition(), None, fence, None);
+        if !write::swap_progress(&self.lake, &tx, &cas)? {
             return Ok(None); // tx dropped: rolled back
         }
+        // A shard prunes its own buckets only: other shards' rows are theirs to rewrite.
+        let own = self.config.shard.bucket_predicate(None);
         let subjects: BTreeSet<String> = {
             let mut stmt = tx
                 .prepare(&format!(
-                    "SELECT DISTINCT subject FROM (SELECT subject FROM lake.signals WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ \
-                     UNION ALL SELECT subject FROM lake.events WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ)"
+                    "SELECT DISTINCT subject FROM (SELECT subject FROM lake.signals WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ AND {own} \
+                     UNION ALL SELECT subject FROM lake.events WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ AND {own})"
                 ))
                 .map_err(|e| self.lake.error("list pruned subjects", e))?;
             stmt.query_map([], |r| r.get(0))
@@ -1187,7 +1309,9 @@ impl Materializer {
         };
         let del = |table: &str| {
             tx.execute(
-                &format!("DELETE FROM lake.{table} WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ"),
+                &format!(
+                    "DELETE FROM lake.{table} WHERE \"timestamp\" < '{cut}'::TIMESTAMPTZ AND {own}"
+                ),
                 [],
             )
             .map(|n| n as u64)

@@ -34,8 +34,11 @@ pub enum Outcome {
 pub struct Counts {
     /// Windows written (one transaction each).
     pub windows: u64,
-    /// Raw rows read (poison and skipped rows included).
+    /// Raw rows read of this materializer's shard (poison and skipped rows included).
     pub raw_rows: u64,
+    /// Window commits DuckLake refused because a concurrent transaction (another shard's
+    /// window, din's maintenance) changed the same tables; each was run again.
+    pub conflicts: u64,
     /// Signal rows inserted (after the write-key anti-join).
     pub signal_rows: u64,
     /// Event rows inserted.
@@ -63,6 +66,7 @@ impl Counts {
     pub fn add(&mut self, other: &Counts) {
         self.windows += other.windows;
         self.raw_rows += other.raw_rows;
+        self.conflicts += other.conflicts;
         self.signal_rows += other.signal_rows;
         self.event_rows += other.event_rows;
         self.decoded_signal_rows += other.decoded_signal_rows;

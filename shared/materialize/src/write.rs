@@ -24,9 +24,7 @@ use crate::feed::{ts_literal, Resume};
 use crate::resolve::Voided;
 use crate::{rollup, Error, Result};
 use dq_tables::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_READ_KEY, SIGNAL_WRITE_KEY};
-use dq_tables::schema::{
-    create_sql, CURSOR_PARTITION, EVENT_COLUMNS, FENCE_COLUMN, RESUME_COLUMN, SIGNAL_COLUMNS,
-};
+use dq_tables::schema::{create_sql, EVENT_COLUMNS, FENCE_COLUMN, RESUME_COLUMN, SIGNAL_COLUMNS};
 
 const STAGE_SIGNALS: &str = "_dq_stage_signals";
 const STAGE_EVENTS: &str = "_dq_stage_events";
@@ -62,6 +60,8 @@ impl WindowPlan {
 /// different leases (a lock file, a DynamoDB item) are not ordered with each other.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgressCas {
+    /// The cursor row (`partition` of `lake.ingest_progress`): the writer's shard's.
+    pub partition: String,
     /// `(from, to)`: the row must hold cursor `from` and gets `to` (equal on an intermediate
     /// window; the span's end on its final window). None: the cursor is not compared (backfill).
     pub cursor: Option<(i64, i64)>,
@@ -357,7 +357,7 @@ pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> 
                 to.to_string(),
                 cas.fence,
                 cas.resume.as_ref().map(Resume::encode),
-                CURSOR_PARTITION,
+                cas.partition,
                 from.to_string(),
                 cas.expected_fence
             ],
@@ -367,7 +367,7 @@ pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> 
                 "UPDATE lake.ingest_progress SET {FENCE_COLUMN} = ? \
                  WHERE partition = ? AND {FENCE_COLUMN} IS NOT DISTINCT FROM ?"
             ),
-            dq_lake::duckdb::params![cas.fence, CURSOR_PARTITION, cas.expected_fence],
+            dq_lake::duckdb::params![cas.fence, cas.partition, cas.expected_fence],
         ),
     }
     .map_err(|e| lake.error("compare-and-swap the progress row", e))?;

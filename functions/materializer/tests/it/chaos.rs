@@ -8,6 +8,11 @@
 //!
 //! `DQ_CHAOS_KILLS` (default 25) and `DQ_CHAOS_SEED` (default: time-based, printed) tune the run;
 //! `make chaos` runs a long variant.
+//!
+//! Issue 20: the same chaos on 1, 2 and 4 shards (`MATERIALIZER_SHARD_INDEX` / `_COUNT`) running
+//! at once on one catalog, a random shard killed and restarted each time: together they equal
+//! the single-writer oracle. Both tests report their figures (`dq_testkit::report_figures`,
+//! RELIABILITY.md).
 
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,7 +41,21 @@ fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
 /// The binary's environment for this lake: small windows and spans so a pass has many commit
 /// points to die at.
 fn command(t: &TestLake, blob_dir: &std::path::Path, args: &[&str]) -> Command {
+    shard_command(t, blob_dir, args, None)
+}
+
+/// [`command`] for shard `index` of `count`, when given.
+fn shard_command(
+    t: &TestLake,
+    blob_dir: &std::path::Path,
+    args: &[&str],
+    shard: Option<(u32, u32)>,
+) -> Command {
     let mut cmd = Command::new(BIN);
+    if let Some((index, count)) = shard {
+        cmd.env("MATERIALIZER_SHARD_INDEX", index.to_string())
+            .env("MATERIALIZER_SHARD_COUNT", count.to_string());
+    }
     cmd.args(args)
         .env("DUCKLAKE_CATALOG_DSN", t.config.catalog.uri())
         .env(
@@ -61,6 +80,110 @@ fn kill9(child: &mut Child) {
     // SIGKILL: no destructor, no rollback, no lease release runs.
     child.kill().expect("SIGKILL materializer");
     child.wait().expect("reap materializer");
+}
+
+/// din's simulator in its own thread, sleeping `pace` after every bundle: `done` turns true
+/// when it has written everything.
+fn start_din(
+    t: &TestLake,
+    blob_dir: &std::path::Path,
+    vehicles: u32,
+    pace: Duration,
+) -> (
+    Arc<AtomicBool>,
+    std::thread::JoinHandle<dq_dinsim::SeedReport>,
+) {
+    let done = Arc::new(AtomicBool::new(false));
+    let config = t.config.clone();
+    let blob_dir = blob_dir.to_path_buf();
+    let finished = Arc::clone(&done);
+    let writer = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let lake = dq_lake::Lake::open(config).unwrap();
+        let blobs = rt
+            .block_on(BlobStore::open(&BlobConfig::local(&blob_dir)))
+            .unwrap();
+        let writer = Writer::new(&lake, Some(&blobs)).with_threshold(1536);
+        let opts = SeedOptions {
+            fleet: FleetConfig {
+                vehicles,
+                days: 1,
+                ..FleetConfig::default()
+            },
+            bundle_window: Duration::from_secs(1800),
+            duplicate_every: 4,
+            split_every: 5,
+            late_every: 13,
+            tombstone_every: 25,
+        };
+        let report = rt
+            .block_on(dq_dinsim::seed(&writer, &opts, |_| {
+                std::thread::sleep(pace)
+            }))
+            .unwrap();
+        finished.store(true, Ordering::SeqCst);
+        report
+    });
+    (done, writer)
+}
+
+/// Rows of `want` missing from `got` and rows of `got` beyond `want`, as multisets.
+fn lost_and_duplicated<T: std::fmt::Debug>(want: &[T], got: &[T]) -> (u64, u64) {
+    let mut count: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    for r in want {
+        *count.entry(format!("{r:?}")).or_default() += 1;
+    }
+    for r in got {
+        *count.entry(format!("{r:?}")).or_default() -= 1;
+    }
+    count.values().fold((0, 0), |(lost, dup), &c| {
+        (
+            lost + c.max(0).unsigned_abs(),
+            dup + c.min(0).unsigned_abs(),
+        )
+    })
+}
+
+/// Drains with the binary (`--once` for `shard`), audits, and compares the decoded tables
+/// with the decoder's output for every decodable event. Returns the rows lost and duplicated
+/// (both zero, or the assertions fail) and the audit's verdict.
+fn assert_drained_equal_oracle(
+    t: &TestLake,
+    blob_dir: &std::path::Path,
+    shards: &[Option<(u32, u32)>],
+) -> (u64, u64, bool) {
+    for shard in shards {
+        let drained = run_json(shard_command(t, blob_dir, &["--once"], *shard), "drain");
+        assert_eq!(drained["caught_up"], true, "{shard:?}: {drained}");
+    }
+    let audit = run_json(command(t, blob_dir, &["--action", "audit"]), "audit");
+    assert_eq!(audit["clean"], true, "{audit}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let lake = t.open().unwrap();
+    let blobs = Arc::new(
+        rt.block_on(BlobStore::open(&BlobConfig::local(blob_dir)))
+            .unwrap(),
+    );
+    let (want_signals, want_events) = expected(&rt, &lake, Some(&blobs));
+    let (got_signals, got_events) = (stored_signals(&lake), stored_events(&lake));
+    let (lost_signals, dup_signals) = lost_and_duplicated(&want_signals, &got_signals);
+    let (lost_events, dup_events) = lost_and_duplicated(&want_events, &got_events);
+    assert!(!want_signals.is_empty());
+    assert_eq!(got_signals.len(), want_signals.len(), "signal rows");
+    assert!(got_signals == want_signals, "signal rows differ");
+    assert_eq!(got_events.len(), want_events.len(), "event rows");
+    assert!(got_events == want_events, "event rows differ");
+    (
+        lost_signals + lost_events,
+        dup_signals + dup_events,
+        audit["clean"] == true,
+    )
 }
 
 fn run_json(mut cmd: Command, what: &str) -> Value {
@@ -90,49 +213,10 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
 
     let t = TestLake::new(Backend::Postgres);
     let blob_dir = t.path("blobs");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     dq_dinsim::testing::open_din_lake(&t);
 
     // din: paced so that it keeps writing through the whole kill phase.
-    let done = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let config = t.config.clone();
-        let blob_dir = blob_dir.clone();
-        let done = Arc::clone(&done);
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            let lake = dq_lake::Lake::open(config).unwrap();
-            let blobs = rt
-                .block_on(BlobStore::open(&BlobConfig::local(&blob_dir)))
-                .unwrap();
-            let writer = Writer::new(&lake, Some(&blobs)).with_threshold(1536);
-            let opts = SeedOptions {
-                fleet: FleetConfig {
-                    vehicles: 4,
-                    days: 1,
-                    ..FleetConfig::default()
-                },
-                bundle_window: Duration::from_secs(1800),
-                duplicate_every: 4,
-                split_every: 5,
-                late_every: 13,
-                tombstone_every: 25,
-            };
-            let report = rt
-                .block_on(dq_dinsim::seed(&writer, &opts, |_| {
-                    std::thread::sleep(Duration::from_millis(400))
-                }))
-                .unwrap();
-            done.store(true, Ordering::SeqCst);
-            report
-        })
-    };
+    let (done, writer) = start_din(&t, &blob_dir, 4, Duration::from_millis(400));
 
     let observer = t.open().unwrap();
     let started = Instant::now();
@@ -166,21 +250,84 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
         "most kills must land while din writes ({kills_during_writes}/{kills})"
     );
 
-    let drained = run_json(command(&t, &blob_dir, &["--once"]), "drain");
-    assert_eq!(drained["caught_up"], true, "{drained}");
-    let audit = run_json(command(&t, &blob_dir, &["--action", "audit"]), "audit");
-    assert_eq!(audit["clean"], true, "{audit}");
-
-    let lake = t.open().unwrap();
-    let blobs = Arc::new(
-        rt.block_on(BlobStore::open(&BlobConfig::local(&blob_dir)))
-            .unwrap(),
+    let (lost, duplicated, clean) = assert_drained_equal_oracle(&t, &blob_dir, &[None]);
+    dq_testkit::report_figures(
+        "materializer-chaos",
+        &serde_json::json!({
+            "catalog": "postgres", "kills": kills, "kills_during_din_writes": kills_during_writes,
+            "lost_rows": lost, "duplicated_rows": duplicated, "audit_clean": clean, "seed": seed,
+            "din_events": report.events, "din_commits": report.commits,
+        })
+        .to_string(),
     );
-    let (want_signals, want_events) = expected(&rt, &lake, Some(&blobs));
-    let (got_signals, got_events) = (stored_signals(&lake), stored_events(&lake));
-    assert!(!want_signals.is_empty());
-    assert_eq!(got_signals.len(), want_signals.len(), "signal rows");
-    assert!(got_signals == want_signals, "signal rows differ");
-    assert_eq!(got_events.len(), want_events.len(), "event rows");
-    assert!(got_events == want_events, "event rows differ");
+}
+
+/// Kills per layout in [`sharded_sigkill_at_random_points_equal_the_single_writer`]
+/// (`DQ_SHARD_CHAOS_KILLS`).
+const SHARD_KILLS: usize = 8;
+
+#[test]
+fn counts_lost_and_duplicated_rows() {
+    assert_eq!(lost_and_duplicated(&[1, 2, 2, 3], &[1, 2, 2, 3]), (0, 0));
+    assert_eq!(lost_and_duplicated(&[1, 2, 3], &[1, 1, 3]), (1, 1));
+    assert_eq!(lost_and_duplicated(&[1, 2], &[]), (2, 0));
+}
+
+#[test]
+fn sharded_sigkill_at_random_points_equal_the_single_writer() {
+    let kills: usize = env_or("DQ_SHARD_CHAOS_KILLS", SHARD_KILLS);
+    let seed: u64 = env_or(
+        "DQ_CHAOS_SEED",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    );
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut layouts = Vec::new();
+    for count in [1u32, 2, 4] {
+        let t = TestLake::new(Backend::Postgres);
+        let blob_dir = t.path("blobs");
+        dq_dinsim::testing::open_din_lake(&t);
+        let (done, writer) = start_din(&t, &blob_dir, 8, Duration::from_millis(150));
+        let spawn = |index: u32| {
+            shard_command(&t, &blob_dir, &[], Some((index, count)))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn materializer shard")
+        };
+        let mut running: Vec<Child> = (0..count).map(spawn).collect();
+        let started = Instant::now();
+        let mut during_writes = 0;
+        for _ in 0..kills {
+            std::thread::sleep(Duration::from_millis(rng.gen_range(200..1500)));
+            if !done.load(Ordering::SeqCst) {
+                during_writes += 1;
+            }
+            let victim = rng.gen_range(0..count);
+            let slot = &mut running[victim as usize];
+            kill9(slot);
+            *slot = spawn(victim);
+        }
+        for child in &mut running {
+            kill9(child);
+        }
+        let report = writer.join().expect("din simulator thread");
+        assert!(
+            during_writes * 2 >= kills,
+            "most kills must land while din writes ({during_writes}/{kills})"
+        );
+        let shards: Vec<_> = (0..count).map(|i| Some((i, count))).collect();
+        let (lost, duplicated, clean) = assert_drained_equal_oracle(&t, &blob_dir, &shards);
+        layouts.push(serde_json::json!({
+            "shards": count, "kills": kills, "kills_during_din_writes": during_writes,
+            "lost_rows": lost, "duplicated_rows": duplicated, "audit_clean": clean,
+            "din_events": report.events, "seconds": started.elapsed().as_secs(),
+        }));
+    }
+    dq_testkit::report_figures(
+        "materializer-chaos-shards",
+        &serde_json::json!({ "catalog": "postgres", "seed": seed, "layouts": layouts }).to_string(),
+    );
 }

@@ -24,6 +24,7 @@ mod poison;
 mod renewal;
 mod resume;
 mod rollups;
+mod shards;
 
 use std::sync::Arc;
 
