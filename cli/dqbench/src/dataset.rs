@@ -27,6 +27,8 @@ pub struct Dataset {
     pub seed: Duration,
     /// Time to drain: first feed read to last cursor commit.
     pub materialize: Duration,
+    /// Where the drain's time went.
+    pub phases: dq_materialize::Phases,
     /// Time of din's maintenance cycle after the drain.
     pub maintain: Duration,
 }
@@ -117,6 +119,7 @@ pub fn build(
 
     let started = Instant::now();
     let (mut raw_rows, mut signal_rows, mut event_rows) = (0, 0, 0);
+    let mut phases = dq_materialize::Phases::default();
     {
         let m = Materializer::builder(t.open()?).emf(false).build()?;
         loop {
@@ -124,6 +127,7 @@ pub fn build(
             raw_rows += run.counts.raw_rows;
             signal_rows += run.counts.signal_rows;
             event_rows += run.counts.event_rows;
+            phases.add(&run.counts.phases);
             if run.caught_up {
                 break;
             }
@@ -158,6 +162,7 @@ pub fn build(
         event_rows,
         seed,
         materialize,
+        phases,
         maintain,
     })
 }

@@ -52,5 +52,6 @@ pub use error::{Error, Result};
 pub use pass::{LeaseSession, Materializer, MaterializerBuilder};
 pub use shard::Shard;
 pub use summary::{
-    AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
+    AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, Phases, PruneSummary, RunSummary,
+    SpanSummary,
 };

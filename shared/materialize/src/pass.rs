@@ -18,7 +18,8 @@ use crate::feed::{self, FeedRow, Keyset, Resume, Source};
 use crate::resolve::{self, Voided};
 use crate::shard::Shard;
 use crate::summary::{
-    AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, PruneSummary, RunSummary, SpanSummary,
+    micros_since, AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, Phases, PruneSummary,
+    RunSummary, SpanSummary,
 };
 use crate::write::{self, ProgressCas, WindowPlan};
 use crate::{metrics, rollup, Error, Result};
@@ -767,7 +768,10 @@ impl Materializer {
             }
             let mut attempt = 0;
             let committed = loop {
-                match self.commit_window(&mut conn, &window.plan, writer).await? {
+                match self
+                    .commit_window(&mut conn, &window.plan, writer, &mut s.counts.phases)
+                    .await?
+                {
                     Commit::Conflict if attempt < WINDOW_CONFLICT_ATTEMPTS => {
                         attempt += 1;
                         s.counts.conflicts += 1;
@@ -829,6 +833,7 @@ impl Materializer {
             let budget = self.config.window_bytes.saturating_sub(bytes).max(1);
             let t0 = Instant::now();
             let rows = feed::read_chunk(&self.lake, conn, source, after.as_ref(), limit, budget)?;
+            counts.phases.feed_read_us += micros_since(t0);
             debug!(
                 rows = rows.len(),
                 took_ms = t0.elapsed().as_millis() as u64,
@@ -860,9 +865,11 @@ impl Materializer {
                     .filter(|r| shard.owns(&r.subject))
                     .collect();
                 owned += own.len();
+                let t0 = Instant::now();
                 let resolved =
                     resolve::resolve(own, self.blobs.as_ref(), self.config.blob_access_attempts)
                         .await?;
+                counts.phases.resolve_us += micros_since(t0);
                 bytes += resolved.bytes;
                 events.extend(resolved.events);
                 plan.voided.extend(resolved.voided);
@@ -885,12 +892,15 @@ impl Materializer {
         counts.raw_rows += owned as u64;
         // Tombstones: of this window, and any already in the lake for these events (issue 4).
         let mut voided: BTreeSet<Voided> = plan.voided.clone();
+        let t0 = Instant::now();
         voided.extend(self.lake_tombstones(conn, &events)?);
+        counts.phases.tombstones_us += micros_since(t0);
         let before = events.len();
         events.retain(|e| !voided.contains(&(e.header.subject.clone(), e.header.id.clone())));
         counts.voided += (before - events.len()) as u64;
         let t0 = Instant::now();
         let out = decode_batch(&events, &self.config.gate, now(self.clock.as_ref()));
+        counts.phases.decode_us += micros_since(t0);
         debug!(
             events = events.len(),
             took_ms = t0.elapsed().as_millis() as u64,
@@ -949,26 +959,33 @@ impl Materializer {
         conn: &mut Connection,
         plan: &WindowPlan,
         writer: Writer<'_>,
+        phases: &mut Phases,
     ) -> Result<Commit> {
         let t0 = Instant::now();
         write::stage(&self.lake, conn, plan)?;
+        phases.stage_us += micros_since(t0);
         debug!(took_ms = t0.elapsed().as_millis() as u64, "window staged");
         let t0 = Instant::now();
         let tx = conn
             .transaction()
             .map_err(|e| self.lake.error("begin window", e))?;
-        let applied = match write::apply(&self.lake, &tx, plan) {
+        let applied = write::apply(&self.lake, &tx, plan);
+        phases.write_us += micros_since(t0);
+        let applied = match applied {
             Ok(a) => a,
             Err(Error::Lake(e)) if e.is_commit_conflict() => return Ok(Commit::Conflict),
             Err(e) => return Err(e),
         };
+        phases.rollup_us += applied.rollup_us;
         if !applied.progress_matched {
             return Ok(Commit::Moved); // tx dropped: rolled back
         }
-        writer.check().await?;
         debug!(took_ms = t0.elapsed().as_millis() as u64, "window applied");
         let t0 = Instant::now();
-        match tx.commit() {
+        writer.check().await?;
+        let committed = tx.commit();
+        phases.commit_us += micros_since(t0);
+        match committed {
             Ok(()) => {
                 debug!(
                     took_ms = t0.elapsed().as_millis() as u64,
@@ -1140,7 +1157,10 @@ impl Materializer {
                     window.plan.progress =
                         Some(writer.cas(&self.config.shard.cursor_partition(), None, *fence, None));
                 }
-                match self.commit_window(conn, &window.plan, writer).await? {
+                match self
+                    .commit_window(conn, &window.plan, writer, &mut counts.phases)
+                    .await?
+                {
                     Commit::Done(a) => {
                         if window.plan.progress.is_some() {
                             *fence = Some(writer.fence);

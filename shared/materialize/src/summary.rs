@@ -59,6 +59,65 @@ pub struct Counts {
     pub decode_failures: u64,
     /// Poison rows by reason (skipped blob rows, bad base64, malformed extras, decode errors).
     pub poison: BTreeMap<String, u64>,
+    /// Where the time went, phase by phase.
+    pub phases: Phases,
+}
+
+/// Wall time per phase of decoding work, in microseconds, summed over windows (a window that
+/// lost a commit race counts its staging, statements and commit attempt again). The
+/// materializer bench prints them beside each phase's floor, so the next bottleneck shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Phases {
+    /// Change-feed reads: keyset chunks of `lake.raw_events`.
+    pub feed_read_us: u64,
+    /// Payloads made whole: blob fetches, base64, the window's tombstones.
+    pub resolve_us: u64,
+    /// Tombstones at rest for the window's events.
+    pub tombstones_us: u64,
+    /// Decoding (pure Rust, one thread).
+    pub decode_us: u64,
+    /// Decoded rows into the TEMP staging tables (Arrow batches, the appender).
+    pub stage_us: u64,
+    /// The window transaction's statements: progress CAS, voids, anti-join inserts (which write
+    /// the Parquet files), rollups.
+    pub write_us: u64,
+    /// Of `write_us`: the rollup updates.
+    pub rollup_us: u64,
+    /// The lease check and COMMIT (the catalog's metadata writes).
+    pub commit_us: u64,
+}
+
+impl Phases {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Phases) {
+        self.feed_read_us += other.feed_read_us;
+        self.resolve_us += other.resolve_us;
+        self.tombstones_us += other.tombstones_us;
+        self.decode_us += other.decode_us;
+        self.stage_us += other.stage_us;
+        self.write_us += other.write_us;
+        self.rollup_us += other.rollup_us;
+        self.commit_us += other.commit_us;
+    }
+
+    /// The phases in pipeline order, named as in the JSON.
+    pub fn named(&self) -> [(&'static str, u64); 8] {
+        [
+            ("feed_read", self.feed_read_us),
+            ("resolve", self.resolve_us),
+            ("tombstones", self.tombstones_us),
+            ("decode", self.decode_us),
+            ("stage", self.stage_us),
+            ("write", self.write_us),
+            ("of which rollup", self.rollup_us),
+            ("commit", self.commit_us),
+        ]
+    }
+}
+
+/// Microseconds since `t0`, saturating.
+pub(crate) fn micros_since(t0: std::time::Instant) -> u64 {
+    u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 impl Counts {
@@ -79,6 +138,7 @@ impl Counts {
         for (k, v) in &other.poison {
             *self.poison.entry(k.clone()).or_default() += v;
         }
+        self.phases.add(&other.phases);
     }
 
     /// Poison rows over all reasons.

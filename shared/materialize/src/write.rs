@@ -94,6 +94,8 @@ pub struct Applied {
     /// The progress-row CAS matched (always true without one). False: a peer moved the cursor
     /// or fenced the row since this writer read it; nothing else was written.
     pub progress_matched: bool,
+    /// Microseconds the rollup updates took.
+    pub rollup_us: u64,
 }
 
 fn tstz() -> DataType {
@@ -457,6 +459,7 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied>
         rollup::merge_new_signals(lake, tx, NEW_SIGNALS, &recompute_signals)?;
     }
     rollup::refresh_events(lake, tx, &subjects)?;
+    applied.rollup_us = crate::summary::micros_since(t0);
     tracing::debug!(
         recomputed = recompute_signals.len(),
         took_ms = t0.elapsed().as_millis() as u64,

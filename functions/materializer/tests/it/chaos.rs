@@ -82,6 +82,14 @@ fn kill9(child: &mut Child) {
     child.wait().expect("reap materializer");
 }
 
+/// The pause after each of din's bundles that keeps it writing through `kills` kills
+/// `mean_interval_ms` apart: the simulated day is about 50 bundles, so 40 pauses cover the kill
+/// phase with room to spare whatever the kill count (`make chaos` runs 200).
+fn din_pace(kills: usize, mean_interval_ms: u64) -> Duration {
+    let kills = u64::try_from(kills).unwrap_or(u64::MAX);
+    Duration::from_millis((kills.saturating_mul(mean_interval_ms) / 40).max(150))
+}
+
 /// din's simulator in its own thread, sleeping `pace` after every bundle: `done` turns true
 /// when it has written everything.
 fn start_din(
@@ -216,7 +224,7 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
     dq_dinsim::testing::open_din_lake(&t);
 
     // din: paced so that it keeps writing through the whole kill phase.
-    let (done, writer) = start_din(&t, &blob_dir, 4, Duration::from_millis(400));
+    let (done, writer) = start_din(&t, &blob_dir, 4, din_pace(kills, 1_400));
 
     let observer = t.open().unwrap();
     let started = Instant::now();
@@ -289,7 +297,7 @@ fn sharded_sigkill_at_random_points_equal_the_single_writer() {
         let t = TestLake::new(Backend::Postgres);
         let blob_dir = t.path("blobs");
         dq_dinsim::testing::open_din_lake(&t);
-        let (done, writer) = start_din(&t, &blob_dir, 8, Duration::from_millis(150));
+        let (done, writer) = start_din(&t, &blob_dir, 8, din_pace(kills, 850));
         let spawn = |index: u32| {
             shard_command(&t, &blob_dir, &[], Some((index, count)))
                 .stdout(Stdio::null())
