@@ -85,8 +85,9 @@ def main() -> int:
     lines = [
         "# Reliability",
         "",
-        "Faults, hostile input, secrets and load (issue 10). Every figure below comes from an actual run of "
-        "`make reliability` (the long variants: 30 s of load with 16 clients per protocol); the short variants of "
+        "Faults, hostile input, secrets and load (issue 10), crash chaos (issue 20). Every figure below comes from an actual run of "
+        "`make reliability` (the long variants: 30 s of load with 16 clients per protocol, 200 SIGKILLs of the "
+        "materializer, 25 per shard layout); the short variants of "
         "the same tests run in `make test`. Each test fails on a lost or duplicated row, a 5xx, a panic, an "
         "engine error that shows input reached SQL, or a secret (catalog password, S3 secret key, blob key) in "
         "a captured log line or an error.",

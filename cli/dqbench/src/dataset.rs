@@ -76,6 +76,24 @@ impl FleetArgs {
     }
 }
 
+/// Creates din's tables on `t` and writes `fleet` into them with the din simulator in 1-hour
+/// bundles; `progress` hears the events written so far.
+pub fn seed(
+    rt: &tokio::runtime::Runtime,
+    t: &TestLake,
+    fleet: &FleetConfig,
+    progress: impl FnMut(u64),
+) -> anyhow::Result<dq_dinsim::SeedReport> {
+    let lake = t.open()?;
+    dq_lake::raw::ensure(&lake)?;
+    dq_lake::progress::ensure(&lake)?;
+    let opts = SeedOptions {
+        fleet: fleet.clone(),
+        ..SeedOptions::default()
+    };
+    Ok(rt.block_on(dq_dinsim::seed(&Writer::new(&lake, None), &opts, progress))?)
+}
+
 /// Seeds `fleet` into a fresh lake on `backend` (progress on stderr) and materializes it.
 pub fn build(
     rt: &tokio::runtime::Runtime,
@@ -94,22 +112,13 @@ pub fn build(
         fleet.vehicles, fleet.days, fleet.signals_per_minute
     );
     let started = Instant::now();
-    let seeded = {
-        let lake = t.open()?;
-        dq_lake::raw::ensure(&lake)?;
-        dq_lake::progress::ensure(&lake)?;
-        let opts = SeedOptions {
-            fleet: fleet.clone(),
-            ..SeedOptions::default()
-        };
-        let mut next_report = 0u64;
-        rt.block_on(dq_dinsim::seed(&Writer::new(&lake, None), &opts, |done| {
-            if done >= next_report {
-                eprintln!("[{catalog}]   {done} / ~{total} events");
-                next_report = done + total / 10;
-            }
-        }))?
-    };
+    let mut next_report = 0u64;
+    let seeded = seed(rt, &t, fleet, |done| {
+        if done >= next_report {
+            eprintln!("[{catalog}]   {done} / ~{total} events");
+            next_report = done + total / 10;
+        }
+    })?;
     let seed = started.elapsed();
     eprintln!(
         "[{catalog}] seeded {} raw rows in {:.1}s; materializing …",

@@ -8,12 +8,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use dq_dinsim::{SeedOptions, Writer};
 use dq_lake::testing::{Backend, TestLake};
 use dq_materialize::{Counts, Materializer, Shard};
 use serde_json::json;
 
-use crate::{materializer, report};
+use crate::{dataset, materializer, report};
 
 /// Options of the shards case.
 #[derive(clap::Args)]
@@ -140,16 +139,7 @@ fn measure(fleet: &dq_fleet::FleetConfig, count: u32) -> anyhow::Result<Run> {
         "[{count} shard(s)] seeding {} vehicles × {} days …",
         fleet.vehicles, fleet.days
     );
-    let seeded = {
-        let lake = t.open()?;
-        dq_lake::raw::ensure(&lake)?;
-        dq_lake::progress::ensure(&lake)?;
-        let opts = SeedOptions {
-            fleet: fleet.clone(),
-            ..SeedOptions::default()
-        };
-        rt.block_on(dq_dinsim::seed(&Writer::new(&lake, None), &opts, |_| {}))?
-    };
+    let seeded = dataset::seed(&rt, &t, fleet, |_| {})?;
     // Every shard's materializer is built (tables, cursor rows) before the clock starts.
     let shards: Vec<Materializer> = (0..count)
         .map(|i| {

@@ -24,6 +24,9 @@ pub struct Context {
     lease: dq_lease::Lease,
     /// The materializer's EMF writer when EMF is on (its lease metrics are written here).
     metrics: Option<dq_metrics::Emitter>,
+    /// The settings as given: the materializer's own shard changes with each invocation's
+    /// `"shard"`, while a request naming none runs as the configured one.
+    config: dq_materialize::Config,
 }
 
 /// A handler failure with its class (`config`, `catalog`, `transient`, `lease`, `lease_wait`,
@@ -94,6 +97,7 @@ impl Context {
     pub fn new(materializer: Materializer, lease: dq_lease::Lease) -> Context {
         Context {
             metrics: materializer.metrics().cloned(),
+            config: materializer.config().clone(),
             materializer: Arc::new(Mutex::new(materializer)),
             lease,
         }
@@ -132,13 +136,7 @@ pub async fn handler(
     until_caught_up: bool,
 ) -> Result<Value, HandlerError> {
     let action = parse_request(&event)?;
-    let configured = ctx
-        .materializer
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .config()
-        .shard;
-    let shard = requested_shard(&event, configured)?;
+    let shard = requested_shard(&event, ctx.config.shard)?;
     run(ctx, action, shard, request_id, deadline, until_caught_up).await
 }
 
@@ -237,12 +235,7 @@ fn lease_wait(ctx: &Context, deadline: Option<Instant>) -> std::time::Duration {
     match deadline {
         None => wait,
         Some(deadline) => {
-            let margin = ctx
-                .materializer
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .config()
-                .drain_margin;
+            let margin = ctx.config.drain_margin;
             wait.min(
                 deadline
                     .saturating_duration_since(Instant::now())

@@ -76,6 +76,17 @@ fn shard_command(
     cmd
 }
 
+/// `DQ_CHAOS_SEED`, or the time (printed by the tests' figures, so a run can be replayed).
+fn chaos_seed() -> u64 {
+    env_or(
+        "DQ_CHAOS_SEED",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+}
+
 fn kill9(child: &mut Child) {
     // SIGKILL: no destructor, no rollback, no lease release runs.
     child.kill().expect("SIGKILL materializer");
@@ -209,13 +220,7 @@ fn run_json(mut cmd: Command, what: &str) -> Value {
 #[test]
 fn sigkill_at_random_points_loses_and_duplicates_nothing() {
     let kills: usize = env_or("DQ_CHAOS_KILLS", 25);
-    let seed: u64 = env_or(
-        "DQ_CHAOS_SEED",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-    );
+    let seed = chaos_seed();
     eprintln!("chaos: {kills} kills, DQ_CHAOS_SEED={seed}");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
 
@@ -284,13 +289,7 @@ fn counts_lost_and_duplicated_rows() {
 #[test]
 fn sharded_sigkill_at_random_points_equal_the_single_writer() {
     let kills: usize = env_or("DQ_SHARD_CHAOS_KILLS", SHARD_KILLS);
-    let seed: u64 = env_or(
-        "DQ_CHAOS_SEED",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-    );
+    let seed = chaos_seed();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut layouts = Vec::new();
     for count in [1u32, 2, 4] {

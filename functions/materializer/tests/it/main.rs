@@ -175,6 +175,52 @@ fn every_sample_event_runs(backend: Backend) {
     assert_eq!(err.class, "request");
 }
 
+/// One function serves every shard: each request's `"shard"` picks the buckets, the cursor row
+/// and the lease item (here lock files); a request naming none runs as the configured shard,
+/// whatever the environment served last.
+#[test]
+fn each_request_runs_as_its_shard() {
+    let (t, lake) = dq_dinsim::testing::din_lake(Backend::File);
+    // Subjects 1 and 2 of the fixture's contract: buckets 219 and 110, shards 1 and 0 of 2.
+    status_row(&lake, "a", "2025-06-02T10:00:00Z");
+    let m = Materializer::builder(lake)
+        .shard(dq_materialize::Shard::new(0, 2).unwrap())
+        .emf(false)
+        .build()
+        .unwrap();
+    let ctx = Context::new(m, dq_lease::Lease::local(t.path("materializer.lease")));
+    let rt = runtime();
+    let run = |payload: Value| {
+        rt.block_on(handler(payload, &ctx, "shard-test", None, true))
+            .unwrap()
+    };
+    let one = run(json!({"action": "materialize", "shard": 1}));
+    assert_eq!(one["shard"], "shard-1-of-2", "{one}");
+    assert_eq!(one["signal_rows"], 1, "bucket 219 is shard 1's: {one}");
+    assert!(
+        one["lease"]["backend"]
+            .as_str()
+            .is_some_and(|b| b.ends_with("materializer-shard-1-of-2.lease")),
+        "{one}"
+    );
+    let zero = run(json!({"action": "materialize"}));
+    assert_eq!(
+        zero["shard"], "shard-0-of-2",
+        "the configured shard: {zero}"
+    );
+    assert_eq!(zero["signal_rows"], 0, "{zero}");
+    let err = rt
+        .block_on(handler(
+            json!({"action": "materialize", "shard": 2}),
+            &ctx,
+            "shard-test",
+            None,
+            true,
+        ))
+        .unwrap_err();
+    assert_eq!(err.class, "request", "{err}");
+}
+
 #[test]
 fn local_args() {
     let a = LocalArgs::parse(["--once".to_owned()]).unwrap();
