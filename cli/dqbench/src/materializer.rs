@@ -121,7 +121,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          `INSERT … SELECT`, the decoded-rows floor writes the decoded signal rows with one `INSERT … SELECT`. \
          Goal: ≥ 40,000 events/s on 2 cores (issue 20). Measured on {}.\n\n{table}\n\
          Where the drain's time went (wall time per phase, summed over windows; the phases run one \
-         after another, so the shares add up to about 100 %):\n\n{breakdown}",
+         after another, \"of which rollup\" is part of \"write\", and what the phases leave of the drain is \
+         outside the windows: each span's position and cursor reads, consumer-progress reports, connections):\n\n{breakdown}",
         fleet.vehicles,
         fleet.days,
         args.events,
