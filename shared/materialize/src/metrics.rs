@@ -34,6 +34,9 @@ pub fn span_metrics(s: &SpanSummary) -> Vec<Metric> {
         Metric::new("signal_rows", c.signal_rows as f64, "Count"),
         Metric::new("event_rows", c.event_rows as f64, "Count"),
         Metric::new("decode_failures", c.decode_failures as f64, "Count"),
+        // Windows DuckLake refused at commit and that ran again (shards racing, din's
+        // maintenance): a steady rise means the shards mostly wait on each other.
+        Metric::new("window_conflicts", c.conflicts as f64, "Count"),
         Metric::new("commit_lag_seconds", s.commit_lag_seconds, "Seconds"),
         Metric::new("cursor_snapshot_id", s.to as f64, "None"),
         Metric::new("head_snapshot_id", s.head as f64, "None"),
