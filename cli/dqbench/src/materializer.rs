@@ -41,7 +41,8 @@ struct Figures {
     phases: dq_materialize::Phases,
 }
 
-fn per_sec(n: u64, d: Duration) -> f64 {
+/// `n` per second of `d`.
+pub(crate) fn per_sec(n: u64, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64().max(1e-9)
 }
 

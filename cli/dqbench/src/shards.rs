@@ -12,6 +12,7 @@ use dq_lake::testing::{Backend, TestLake};
 use dq_materialize::{Counts, Materializer, Shard};
 use serde_json::json;
 
+use crate::materializer::per_sec;
 use crate::{dataset, materializer, report};
 
 /// Options of the shards case.
@@ -121,10 +122,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.no_write,
         json!({ "materializer_shards": figures }),
     )
-}
-
-fn per_sec(n: u64, d: Duration) -> f64 {
-    n as f64 / d.as_secs_f64().max(1e-9)
 }
 
 fn measure(fleet: &dq_fleet::FleetConfig, count: u32) -> anyhow::Result<Run> {

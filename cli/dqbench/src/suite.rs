@@ -28,6 +28,7 @@ use dq_query::segments::{self, Mechanism, SegmentsRequest};
 use serde_json::{json, Value};
 
 use crate::clickhouse::{self, lit, ts_lit, ChDb, ChSource};
+use crate::materializer::per_sec;
 use crate::query::{
     percentile, segment_key, timestamptz, utc, Answer, Bench, Case, Sampling, Target, DAILY_ZONE,
     HOUR_US, ISSUER, LIST_LIMIT, SIGNAL,
@@ -811,10 +812,6 @@ fn ratio(a: f64, b: f64) -> String {
 
 fn ms(v: f64) -> String {
     crate::query::ms(v)
-}
-
-fn per_sec(n: u64, d: Duration) -> f64 {
-    n as f64 / d.as_secs_f64().max(1e-9)
 }
 
 fn render(run: &Run) -> String {

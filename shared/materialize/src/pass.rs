@@ -49,12 +49,12 @@ fn seed_shard_cursor(lake: &Lake, shard: Shard) -> dq_lake::Result<bool> {
         .execute(
             "INSERT INTO lake.ingest_progress (partition, cursor) \
              SELECT ?, coalesce(min(TRY_CAST(cursor AS BIGINT)), 0)::VARCHAR \
-             FROM lake.ingest_progress WHERE (partition = ? OR partition LIKE ?) \
+             FROM lake.ingest_progress WHERE (partition = ? OR starts_with(partition, ?)) \
              HAVING NOT EXISTS (SELECT 1 FROM lake.ingest_progress WHERE partition = ?)",
             [
                 partition.as_str(),
                 CURSOR_PARTITION,
-                &Shard::cursor_partition_pattern(),
+                &Shard::cursor_partition_prefix(),
                 partition.as_str(),
             ],
         )

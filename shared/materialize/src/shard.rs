@@ -109,9 +109,10 @@ impl Shard {
         }
     }
 
-    /// The `LIKE` pattern matching every shard's cursor row, of any layout.
-    pub fn cursor_partition_pattern() -> String {
-        format!("{CURSOR_PARTITION}/shard-%")
+    /// The prefix of every shard's cursor row, of any layout (matched with `starts_with`: a
+    /// `LIKE` pattern would read the `_` of `raw_events` as a wildcard).
+    pub fn cursor_partition_prefix() -> String {
+        format!("{CURSOR_PARTITION}/shard-")
     }
 
     /// The consumer name this shard reports to din's floor (`meta.din_consumer_progress`).
@@ -219,6 +220,6 @@ mod tests {
         );
         assert!(s
             .cursor_partition()
-            .starts_with(Shard::cursor_partition_pattern().trim_end_matches('%')));
+            .starts_with(&Shard::cursor_partition_prefix()));
     }
 }
