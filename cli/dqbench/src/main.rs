@@ -52,6 +52,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `RUST_LOG=dq_materialize=debug` shows each statement's time (on stderr, apart from the
+    // report); without it the run stays quiet.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let result = match Cli::parse().command {
         Command::Decode => decode::run(),
         Command::Materializer(args) => materializer::run(&args),

@@ -101,6 +101,14 @@ impl Case {
         Case::Probe,
     ];
 
+    /// True for the cases `dq_query::Engine` answers alone ([`engine_answer`]).
+    pub(crate) fn engine_alone(self) -> bool {
+        matches!(
+            self,
+            Case::Week | Case::Month | Case::Segments | Case::Daily
+        )
+    }
+
     /// The served path of the case (`None`: bare only).
     pub(crate) fn served(self) -> Option<Path> {
         match self {
@@ -594,6 +602,69 @@ fn catalog_run(
         maintain: data.maintain,
         timings,
         floor,
+    })
+}
+
+/// The answer of a case `dq_query::Engine` answers alone (`signals`, `segments`,
+/// `dailyActivity`), read by `engine`: the bare path, without HTTP or GraphQL.
+pub(crate) fn engine_answer(
+    engine: &dq_query::Engine,
+    case: Case,
+    target: &Target,
+) -> anyhow::Result<Answer> {
+    Ok(match case {
+        Case::Week | Case::Month => {
+            let buckets = engine.aggregate(&target.request(case))?;
+            Answer::Buckets(
+                buckets
+                    .into_iter()
+                    .map(|b| (b.timestamp_us, b.floats.get(&0).copied()))
+                    .collect(),
+            )
+        }
+        Case::Segments => {
+            let (from, to) = target.month;
+            let q = dq_query::activity::SegmentsQuery {
+                request: dq_query::segments::SegmentsRequest::new(
+                    target.subject.clone(),
+                    utc(from),
+                    utc(to),
+                    dq_query::segments::Mechanism::IgnitionDetection,
+                ),
+                signal_requests: Vec::new(),
+                event_names: Vec::new(),
+            };
+            let segs = engine.segments(&q, Utc::now())?;
+            Answer::Segments(segs.iter().map(|s| segment_key(&s.segment)).collect())
+        }
+        Case::Daily => {
+            let (from, to) = target.days;
+            let q = dq_query::activity::DailyActivityQuery {
+                request: dq_query::segments::DailyActivityRequest {
+                    subject: target.subject.clone(),
+                    from: utc(from),
+                    to: utc(to),
+                    mechanism: dq_query::segments::Mechanism::IgnitionDetection,
+                    config: None,
+                    timezone: Some(DAILY_ZONE.into()),
+                },
+                signal_requests: Vec::new(),
+                event_names: Vec::new(),
+            };
+            let days = engine.daily_activity(&q, Utc::now())?;
+            Answer::Days(
+                days.iter()
+                    .map(|d| {
+                        (
+                            d.day.start.timestamp_micros(),
+                            d.segment_count as i64,
+                            d.duration_seconds,
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        other => bail!("{} is not answered by the engine alone", other.name()),
     })
 }
 
@@ -1107,15 +1178,6 @@ impl<'a> Bench<'a> {
             } => {
                 let started = Instant::now();
                 let answer = match case {
-                    Case::Week | Case::Month => {
-                        let buckets = engine.aggregate(&self.target.request(case))?;
-                        Answer::Buckets(
-                            buckets
-                                .into_iter()
-                                .map(|b| (b.timestamp_us, b.floats.get(&0).copied()))
-                                .collect(),
-                        )
-                    }
                     Case::Latest => {
                         let rows = engine.latest_rows(&self.target.subject, None, None)?;
                         let row = |name: &str| rows.iter().find(|r| r.name == name);
@@ -1126,47 +1188,8 @@ impl<'a> Bench<'a> {
                                 .map(|r| (r.loc_ts_us, r.location.latitude, r.location.longitude)),
                         }
                     }
-                    Case::Segments => {
-                        let (from, to) = self.target.month;
-                        let q = dq_query::activity::SegmentsQuery {
-                            request: dq_query::segments::SegmentsRequest::new(
-                                self.target.subject.clone(),
-                                utc(from),
-                                utc(to),
-                                dq_query::segments::Mechanism::IgnitionDetection,
-                            ),
-                            signal_requests: Vec::new(),
-                            event_names: Vec::new(),
-                        };
-                        let segs = engine.segments(&q, Utc::now())?;
-                        Answer::Segments(segs.iter().map(|s| segment_key(&s.segment)).collect())
-                    }
-                    Case::Daily => {
-                        let (from, to) = self.target.days;
-                        let q = dq_query::activity::DailyActivityQuery {
-                            request: dq_query::segments::DailyActivityRequest {
-                                subject: self.target.subject.clone(),
-                                from: utc(from),
-                                to: utc(to),
-                                mechanism: dq_query::segments::Mechanism::IgnitionDetection,
-                                config: None,
-                                timezone: Some(DAILY_ZONE.into()),
-                            },
-                            signal_requests: Vec::new(),
-                            event_names: Vec::new(),
-                        };
-                        let days = engine.daily_activity(&q, Utc::now())?;
-                        Answer::Days(
-                            days.iter()
-                                .map(|d| {
-                                    (
-                                        d.day.start.timestamp_micros(),
-                                        d.segment_count as i64,
-                                        d.duration_seconds,
-                                    )
-                                })
-                                .collect(),
-                        )
+                    Case::Week | Case::Month | Case::Segments | Case::Daily => {
+                        engine_answer(engine, case, self.target)?
                     }
                     Case::Probe => {
                         engine.probe()?;

@@ -821,3 +821,68 @@ fn duckdb_source_matches_the_reference_on_mixed_data() {
     }
     assert!(batched.iter().any(Option::is_some) && batched.iter().any(Option::is_none));
 }
+
+// ---------------------------------------------------------------- ranges statements
+
+/// Each row counts for the first range holding it, whatever the ranges' order, overlaps, gaps
+/// or emptiness: ranges 0 [10, 20) and 1 [15, 30) overlap (minutes 15–19 are range 0's), range
+/// 2 [40, 50) holds range 3 [42, 44) (which gets nothing), range 4 is empty, range 5 [0, 5)
+/// comes last but is earliest, and minutes 30–39 and from 50 on belong to no range.
+#[test]
+fn ranges_statements_count_each_row_for_the_first_range_holding_it() {
+    let mut rows = Rows::default();
+    for i in 0..60 {
+        rows.num("speed", m(i), i as f64);
+        rows.event("harshBraking", m(i));
+    }
+    let l = lab(&rows);
+    let us = |i: i64| m(i).timestamp_micros();
+    let ranges = [
+        (us(10), us(20)),
+        (us(15), us(30)),
+        (us(40), us(50)),
+        (us(42), us(44)),
+        (us(45), us(45)),
+        (us(0), us(5)),
+    ];
+    let floats = [
+        ("speed".to_string(), FloatAggregation::Min),
+        ("speed".to_string(), FloatAggregation::Max),
+    ];
+    let aggs = l
+        .engine
+        .ranges_aggregate(SUBJECT, &ranges, &floats, &[])
+        .unwrap();
+    let min_max: Vec<Option<(f64, f64)>> = aggs
+        .iter()
+        .map(|a| Some((*a.floats.get(&0)?, *a.floats.get(&1)?)))
+        .collect();
+    assert_eq!(
+        min_max,
+        vec![
+            Some((10.0, 19.0)),
+            Some((20.0, 29.0)),
+            Some((40.0, 49.0)),
+            None,
+            None,
+            Some((0.0, 4.0)),
+        ]
+    );
+    let counts: Vec<i64> = l
+        .engine
+        .ranges_event_counts(SUBJECT, &ranges, &[])
+        .unwrap()
+        .iter()
+        .map(|c| c.get("harshBraking").copied().unwrap_or(0))
+        .collect();
+    assert_eq!(counts, vec![10, 10, 10, 0, 0, 5]);
+    // Only empty ranges: nothing is read, every range answers empty.
+    let empty = [(us(7), us(7))];
+    assert_eq!(
+        l.engine
+            .ranges_aggregate(SUBJECT, &empty, &floats, &[])
+            .unwrap(),
+        vec![Default::default()]
+    );
+    assert!(l.engine.ranges_event_counts(SUBJECT, &empty, &[]).unwrap()[0].is_empty());
+}
