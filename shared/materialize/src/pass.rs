@@ -40,23 +40,51 @@ fn now(clock: &dyn Clock) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(clock.now_millis()).unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
-/// Seeds `shard`'s cursor row unless it exists: at the lowest cursor of any layout (the
-/// single writer's row, every shard row), since every snapshot at or below it is decoded for
-/// every bucket. Re-decoding above it is idempotent. True when it inserted the row.
+/// A stored cursor as the seeding and merging rules count it: an unreadable one as 0, which
+/// can only make a row start earlier (re-decoding is idempotent).
+fn cursor_or_start(stored: Option<&str>) -> i64 {
+    stored.and_then(|c| c.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Seeds `shard`'s cursor row unless it exists, where [`Shard::seed_cursor`] says every one of
+/// its buckets is decoded, from the cursor rows of every layout. Re-decoding above it is
+/// idempotent. True when it inserted the row.
 fn seed_shard_cursor(lake: &Lake, shard: Shard) -> dq_lake::Result<bool> {
     let partition = shard.cursor_partition();
+    let stored: Vec<(String, Option<String>)> = {
+        let conn = lake.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT partition, cursor FROM lake.ingest_progress \
+                 WHERE partition = ? OR starts_with(partition, ?)",
+            )
+            .map_err(|e| lake.error("read the cursor rows", e))?;
+        stmt.query_map([CURSOR_PARTITION, &Shard::cursor_partition_prefix()], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .and_then(|rows| rows.collect::<Result<_, _>>())
+        .map_err(|e| lake.error("read the cursor rows", e))?
+    };
+    if stored.iter().any(|(p, _)| *p == partition) {
+        return Ok(false);
+    }
+    // An unknown layout's row counts as absent: that too can only make the new row start
+    // earlier.
+    let rows: Vec<(Shard, i64)> = stored
+        .iter()
+        .filter_map(|(p, cursor)| {
+            Some((
+                Shard::of_cursor_partition(p)?,
+                cursor_or_start(cursor.as_deref()),
+            ))
+        })
+        .collect();
+    let seed = shard.seed_cursor(&rows);
     lake.conn()
         .execute(
-            "INSERT INTO lake.ingest_progress (partition, cursor) \
-             SELECT ?, coalesce(min(TRY_CAST(cursor AS BIGINT)), 0)::VARCHAR \
-             FROM lake.ingest_progress WHERE (partition = ? OR starts_with(partition, ?)) \
-             HAVING NOT EXISTS (SELECT 1 FROM lake.ingest_progress WHERE partition = ?)",
-            [
-                partition.as_str(),
-                CURSOR_PARTITION,
-                &Shard::cursor_partition_prefix(),
-                partition.as_str(),
-            ],
+            "INSERT INTO lake.ingest_progress (partition, cursor) SELECT ?, ? \
+             WHERE NOT EXISTS (SELECT 1 FROM lake.ingest_progress WHERE partition = ?)",
+            [partition.as_str(), &seed.to_string(), partition.as_str()],
         )
         .map(|n| n > 0)
         .map_err(|e| lake.error("seed the shard's cursor", e))
@@ -425,8 +453,9 @@ impl Materializer {
         &self.config
     }
 
-    /// The cursor. A missing row is re-seeded and read as 0 (re-decoding is idempotent);
-    /// without that self-heal every CAS would match nothing and dq would look caught up forever.
+    /// The cursor. A missing row is re-seeded where every bucket of the shard is decoded
+    /// ([`Shard::seed_cursor`]; 0 with no other row: re-decoding is idempotent); without that
+    /// self-heal every CAS would match nothing and dq would look caught up forever.
     pub fn cursor(&self) -> Result<i64> {
         self.progress_row().map(|row| row.cursor)
     }
@@ -450,9 +479,6 @@ impl Materializer {
 
     fn ensure_shard_cursor(&self) -> Result<()> {
         let shard = self.config.shard;
-        if shard.is_all() {
-            return Ok(()); // schema::ensure seeds the single writer's row
-        }
         let seeded = dq_lake::retry::on_conflict("seed the shard's cursor", || {
             seed_shard_cursor(&self.lake, shard)
         })?;
@@ -479,15 +505,41 @@ impl Materializer {
                 .and_then(|rows| rows.collect::<Result<_, _>>())
                 .map_err(|e| self.lake.error("read cursor", e))?
         };
+        if got.len() > 1 {
+            // Two writers of one shard seeded its row at once (DuckLake lets concurrent inserts
+            // both commit). Every CAS would then update both rows and count as lost, forever:
+            // keep one row at the lowest cursor (everything at or below it is decoded).
+            let lowest = got
+                .iter()
+                .map(|(c, _, _)| cursor_or_start(c.as_deref()))
+                .min()
+                .unwrap_or(0);
+            warn!(
+                partition,
+                rows = got.len(),
+                cursor = lowest,
+                "duplicate cursor rows; keeping one"
+            );
+            dq_lake::retry::on_conflict("merge duplicate cursor rows", || {
+                self.lake.exec(
+                    "merge duplicate cursor rows",
+                    &format!(
+                        "BEGIN; DELETE FROM lake.ingest_progress WHERE partition = {p}; \
+                         INSERT INTO lake.ingest_progress (partition, cursor) VALUES ({p}, '{lowest}'); \
+                         COMMIT",
+                        p = dq_lake::quote(&partition)
+                    ),
+                )
+                .inspect_err(|_| {
+                    let _ = self.lake.exec("roll back", "ROLLBACK");
+                })
+            })?;
+            return self.progress_row();
+        }
         let Some((cursor, fence, resume)) = got.into_iter().next() else {
+            error!(partition, "cursor row missing, re-seeding");
             let shard = self.config.shard;
-            if shard.is_all() {
-                error!(partition, "cursor row missing, re-seeding at 0");
-                dq_lake::retry::on_conflict("re-seed cursor", || schema::seed_cursor(&self.lake))?;
-                return Ok(ProgressRow::default());
-            }
-            error!(partition, "shard cursor row missing, re-seeding");
-            dq_lake::retry::on_conflict("re-seed the shard's cursor", || {
+            dq_lake::retry::on_conflict("re-seed the cursor", || {
                 seed_shard_cursor(&self.lake, shard)
             })?;
             return self.progress_row();
@@ -1350,9 +1402,9 @@ impl Materializer {
         }))
     }
 
-    /// Recomputes both rollups from the base.
+    /// Recomputes both rollups of this materializer's shard's buckets from the base.
     pub fn rebuild_rollups(&self) -> Result<rollup::RebuildSummary> {
-        rollup::rebuild(&self.lake)
+        rollup::rebuild(&self.lake, self.config.shard)
     }
 
     /// Checks the invariants: no duplicate decoded rows under the write/read keys, decoded ⊆ raw,

@@ -4,14 +4,15 @@
 //! [`events_latest_select`]) is the definition. Every write transaction that touches base rows
 //! of a subject recomputes that subject's rollup rows from the base *inside the same
 //! transaction*, so at every snapshot the rollups equal the recompute (no dirty sets, no fold
-//! that can drift). [`rebuild`] recomputes everything, one transaction per bucket.
+//! that can drift). [`rebuild`] recomputes a shard's buckets (all of them for the single writer),
+//! one transaction per bucket.
 
 use std::collections::BTreeSet;
 
 use dq_lake::duckdb::Connection;
 use dq_lake::{quote, Lake};
 
-use crate::Result;
+use crate::{Result, Shard};
 use dq_tables::keys::signals_deduped_from;
 use dq_tables::latest::{
     events_latest_select, signals_latest_over, signals_latest_select, subjects_filter,
@@ -137,24 +138,27 @@ fn replace(lake: &Lake, conn: &Connection, filter: &str) -> Result<()> {
 pub struct RebuildSummary {
     /// Buckets recomputed (one transaction each).
     pub buckets: usize,
-    /// `signals_latest` rows afterwards.
+    /// `signals_latest` rows of those buckets afterwards.
     pub signal_keys: i64,
-    /// `events_latest` rows afterwards.
+    /// `events_latest` rows of those buckets afterwards.
     pub event_keys: i64,
 }
 
-/// Recomputes both rollups from the base, one transaction per bucket present in a base or
-/// rollup table (memory-bounded; readers see the rollup refill bucket by bucket).
-pub fn rebuild(lake: &Lake) -> Result<RebuildSummary> {
+/// Recomputes both rollups of `shard`'s buckets from the base, one transaction per bucket
+/// present in a base or rollup table (memory-bounded; readers see the rollup refill bucket by
+/// bucket). Only the shard's buckets: their windows are held off by the shard's lease, and
+/// other shards' windows never touch them, so no commit of either races the rebuild.
+pub fn rebuild(lake: &Lake, shard: Shard) -> Result<RebuildSummary> {
     let mut conn = lake.connect()?;
+    let owned = shard.bucket_predicate(None);
     let buckets: Vec<i32> = {
         let mut stmt = conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT DISTINCT subject_bucket FROM (SELECT subject_bucket FROM lake.signals \
                  UNION ALL SELECT subject_bucket FROM lake.events \
                  UNION ALL SELECT subject_bucket FROM lake.signals_latest \
-                 UNION ALL SELECT subject_bucket FROM lake.events_latest) ORDER BY 1",
-            )
+                 UNION ALL SELECT subject_bucket FROM lake.events_latest) WHERE {owned} ORDER BY 1"
+            ))
             .map_err(|e| lake.error("list buckets", e))?;
         stmt.query_map([], |r| r.get(0))
             .and_then(|rows| rows.collect::<Result<_, _>>())
@@ -174,9 +178,11 @@ pub fn rebuild(lake: &Lake) -> Result<RebuildSummary> {
         })?;
     }
     let count = |table: &str| -> Result<i64> {
-        conn.query_row(&format!("SELECT count(*) FROM lake.{table}"), [], |r| {
-            r.get(0)
-        })
+        conn.query_row(
+            &format!("SELECT count(*) FROM lake.{table} WHERE {owned}"),
+            [],
+            |r| r.get(0),
+        )
         .map_err(|e| lake.error("count rollup rows", e).into())
     };
     Ok(RebuildSummary {

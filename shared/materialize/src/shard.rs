@@ -115,6 +115,36 @@ impl Shard {
         format!("{CURSOR_PARTITION}/shard-")
     }
 
+    /// The shard whose cursor row `partition` is, of any layout (`None`: not a cursor row, or
+    /// one this build cannot read).
+    pub fn of_cursor_partition(partition: &str) -> Option<Shard> {
+        if partition == CURSOR_PARTITION {
+            return Some(Shard::ALL);
+        }
+        let rest = partition.strip_prefix(&Shard::cursor_partition_prefix())?;
+        let (index, count) = rest.split_once("-of-")?;
+        Shard::new(index.parse().ok()?, count.parse().ok()?).ok()
+    }
+
+    /// Where a new cursor row of this shard starts, given the cursor rows of every layout
+    /// (`rows`: each row's shard and cursor). A row's cursor says every snapshot at or below it
+    /// is decoded for each of its shard's buckets, so a bucket is decoded up to the highest
+    /// cursor of the rows covering it (0 when none does); the new row starts at the lowest of
+    /// those over its buckets. A stale row of an older layout (the single writer's, seeded at 0
+    /// and left behind by shards) does not hold a new layout back.
+    pub fn seed_cursor(&self, rows: &[(Shard, i64)]) -> i64 {
+        self.buckets()
+            .map(|b| {
+                rows.iter()
+                    .filter(|(shard, _)| shard.buckets().contains(&b))
+                    .map(|(_, cursor)| *cursor)
+                    .max()
+                    .unwrap_or(0)
+            })
+            .min()
+            .unwrap_or(0)
+    }
+
     /// The consumer name this shard reports to din's floor (`meta.din_consumer_progress`).
     pub fn consumer(&self) -> String {
         if self.is_all() {
@@ -186,6 +216,50 @@ mod tests {
             Shard::new(3, 4).unwrap().bucket_predicate(Some("t")),
             "t.subject_bucket BETWEEN 192 AND 255"
         );
+    }
+
+    #[test]
+    fn cursor_partitions_name_their_shard() {
+        for shard in [
+            Shard::ALL,
+            Shard::new(1, 2).unwrap(),
+            Shard::new(255, 256).unwrap(),
+        ] {
+            assert_eq!(
+                Shard::of_cursor_partition(&shard.cursor_partition()),
+                Some(shard)
+            );
+        }
+        for other in [
+            "lake.signals_latest#daily_watermark",
+            "lake.raw_events#snapshot/shard-2-of-2",
+            "lake.raw_events#snapshot/shard-x-of-2",
+            "lake.raw_events#snapshot/shard-1",
+        ] {
+            assert_eq!(Shard::of_cursor_partition(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_new_row_starts_where_every_one_of_its_buckets_is_decoded() {
+        let half = |i| Shard::new(i, 2).unwrap();
+        let quarter = |i| Shard::new(i, 4).unwrap();
+        // Nothing yet: from the start.
+        assert_eq!(Shard::ALL.seed_cursor(&[]), 0);
+        // Two shards ran from day one past the single writer's row seeded at 0: a new layout
+        // starts at the shards' lowest cursor, the stale row does not drag it to 0.
+        let rows = [(Shard::ALL, 0), (half(0), 90), (half(1), 70)];
+        assert_eq!(quarter(0).seed_cursor(&rows), 90);
+        assert_eq!(quarter(3).seed_cursor(&rows), 70);
+        assert_eq!(Shard::ALL.seed_cursor(&rows), 70);
+        // A shard that never ran covers nothing: its buckets are decoded only as far as the
+        // single writer's row says.
+        let rows = [(Shard::ALL, 10), (half(0), 90)];
+        assert_eq!(quarter(1).seed_cursor(&rows), 90);
+        assert_eq!(quarter(2).seed_cursor(&rows), 10);
+        assert_eq!(Shard::ALL.seed_cursor(&rows), 10);
+        // No row covers shard 1's buckets at all.
+        assert_eq!(quarter(3).seed_cursor(&[(half(0), 90)]), 0);
     }
 
     #[test]

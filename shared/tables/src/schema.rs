@@ -191,8 +191,9 @@ pub struct SchemaReport {
     pub columns_added: Vec<&'static str>,
 }
 
-/// Creates dq's tables where missing, lays out only what lacks a layout, creates and seeds
-/// `lake.ingest_progress` once (adding its fence and resume columns to an older catalog), creates
+/// Creates dq's tables where missing, lays out only what lacks a layout, creates
+/// `lake.ingest_progress` once (adding its fence and resume columns to an older catalog; each
+/// materializer seeds its own cursor row in it, `dq_materialize`), creates
 /// `meta.din_consumer_progress` defensively and, on PostgreSQL, the catalog's change indexes.
 /// Retried on commit conflicts (two writers bootstrapping a fresh catalog).
 pub fn ensure(lake: &Lake) -> dq_lake::Result<SchemaReport> {
@@ -226,7 +227,7 @@ pub fn ensure(lake: &Lake) -> dq_lake::Result<SchemaReport> {
                 report.columns_added.push(added);
             }
         }
-        seed_cursor(lake)
+        Ok(())
     })?;
     progress::ensure(lake)?;
     // Listing refreshes stay exact without them, only slower: a role that may not index din's
@@ -235,17 +236,6 @@ pub fn ensure(lake: &Lake) -> dq_lake::Result<SchemaReport> {
         tracing::warn!(error = %e, "catalog change indexes not created; file listings refresh by scans");
     }
     Ok(report)
-}
-
-/// The seed-once cursor insert: never a second row, whoever runs it.
-pub fn seed_cursor(lake: &Lake) -> dq_lake::Result<()> {
-    lake.exec(
-        "seed the cursor",
-        &format!(
-            "INSERT INTO lake.ingest_progress (partition, cursor) SELECT '{CURSOR_PARTITION}', '0' \
-             WHERE NOT EXISTS (SELECT 1 FROM lake.ingest_progress WHERE partition = '{CURSOR_PARTITION}')"
-        ),
-    )
 }
 
 fn ensure_table(lake: &Lake, table: &Table, report: &mut SchemaReport) -> dq_lake::Result<()> {

@@ -66,6 +66,16 @@ fn seed(rt: &tokio::runtime::Runtime, writer: &Writer<'_>, day: i64) {
     rt.block_on(dq_dinsim::seed(writer, &opts, |_| {})).unwrap();
 }
 
+/// A file-catalog lake with dq's tables and one day of the small fleet in din's raw table.
+fn one_day_lake() -> (TestLake, tokio::runtime::Runtime) {
+    let t = TestLake::new(Backend::File);
+    let rt = runtime();
+    let lake = din_lake(&t);
+    dq_tables::schema::ensure(&lake).unwrap();
+    seed(&rt, &Writer::new(&lake, None).with_threshold(usize::MAX), 0);
+    (t, rt)
+}
+
 #[test]
 fn shards_write_their_buckets_and_together_equal_the_single_writer() {
     let t = TestLake::new(Backend::Postgres);
@@ -176,4 +186,140 @@ fn shards_write_their_buckets_and_together_equal_the_single_writer() {
         let cursor = stored_cursor(m.lake(), &shard.cursor_partition()).unwrap();
         assert!(cursor > first && cursor <= head, "{shard} at {cursor}");
     }
+}
+
+/// A deployment sharded from its first start on a catalog whose single-writer row sits at 0
+/// (older builds seeded it with the tables). A later layout, and the single writer if its row
+/// is lost, start where every one of their buckets is decoded: at the shards' cursors, not at 0
+/// (which would re-decode the whole feed, and past din's retention find it expired).
+#[test]
+fn a_new_layout_starts_at_the_cursors_that_cover_its_buckets() {
+    let (t, rt) = one_day_lake();
+    let seed_lake = t.open().unwrap();
+    seed_lake
+        .exec(
+            "seed the single writer's row as older builds did",
+            &format!(
+                "INSERT INTO lake.ingest_progress (partition, cursor) VALUES ('{CURSOR_PARTITION}', '0')"
+            ),
+        )
+        .unwrap();
+
+    let halves = [Shard::new(0, 2).unwrap(), Shard::new(1, 2).unwrap()];
+    let mut cursors = Vec::new();
+    for half in halves {
+        let m = shard_materializer(&t, half);
+        assert_eq!(stored_cursor(m.lake(), &half.cursor_partition()), Some(0));
+        drain(&rt, &m);
+        cursors.push(m.cursor().unwrap());
+    }
+    assert!(cursors.iter().all(|c| *c > 0), "{cursors:?}");
+    assert_eq!(stored_cursor(&seed_lake, CURSOR_PARTITION), Some(0));
+
+    // Four shards: each starts at the cursor of the half holding its buckets, and finds nothing
+    // left to decode.
+    let mut quarters = Vec::new();
+    for index in 0..4 {
+        let quarter = Shard::new(index, 4).unwrap();
+        let m = shard_materializer(&t, quarter);
+        let covering = cursors[usize::try_from(index / 2).unwrap()];
+        assert_eq!(
+            stored_cursor(m.lake(), &quarter.cursor_partition()),
+            Some(covering),
+            "{quarter}"
+        );
+        assert_eq!(
+            drain(&rt, &m).counts.raw_rows,
+            0,
+            "{quarter} re-decoded rows"
+        );
+        quarters.push(m.cursor().unwrap());
+    }
+
+    // The single writer's lost row comes back where every bucket is decoded: the lowest of
+    // the newest layout's cursors (each bucket's highest covering cursor is its quarter's).
+    let lake = t.open().unwrap();
+    lake.exec(
+        "drop the single writer's row",
+        &format!("DELETE FROM lake.ingest_progress WHERE partition = '{CURSOR_PARTITION}'"),
+    )
+    .unwrap();
+    assert_eq!(stored_cursor(&lake, CURSOR_PARTITION), None);
+    let single = materializer(lake, None);
+    assert_eq!(single.cursor().unwrap(), *quarters.iter().min().unwrap());
+}
+
+/// `rebuild-rollups` under a shard's lease recomputes that shard's buckets only: the other
+/// shards' rollup rows are left to their own rebuild (and their windows never race it).
+#[test]
+fn a_shard_rebuilds_the_rollups_of_its_buckets_only() {
+    let (t, rt) = one_day_lake();
+    let single = shard_materializer(&t, Shard::ALL);
+    drain(&rt, &single);
+    let rollup_rows = |lake: &Lake, shard: Shard| -> i64 {
+        lake.conn()
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM lake.signals_latest WHERE {}",
+                    shard.bucket_predicate(None)
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let halves = [Shard::new(0, 2).unwrap(), Shard::new(1, 2).unwrap()];
+    let before = halves.map(|h| rollup_rows(single.lake(), h));
+    assert!(before.iter().all(|n| *n > 0), "{before:?}");
+    // Drift in both halves.
+    single
+        .lake()
+        .exec("lose the rollups", "DELETE FROM lake.signals_latest")
+        .unwrap();
+
+    let low = shard_materializer(&t, halves[0]);
+    let summary = low.rebuild_rollups().unwrap();
+    assert_eq!(summary.signal_keys, before[0]);
+    assert!(summary.buckets > 0);
+    assert_eq!(rollup_rows(low.lake(), halves[0]), before[0]);
+    assert_eq!(
+        rollup_rows(low.lake(), halves[1]),
+        0,
+        "shard 1's buckets untouched"
+    );
+
+    let high = shard_materializer(&t, halves[1]);
+    high.rebuild_rollups().unwrap();
+    assert_eq!(rollup_rows(high.lake(), halves[1]), before[1]);
+    assert!(high.audit().unwrap().clean);
+}
+
+/// Two writers of one shard seeding its cursor row at once both commit (concurrent inserts do
+/// not conflict in DuckLake): the next read keeps one row at the lowest cursor, instead of
+/// every window's compare-and-swap updating two rows and counting as lost forever.
+#[test]
+fn duplicate_cursor_rows_merge_into_one() {
+    let (t, rt) = one_day_lake();
+    let m = shard_materializer(&t, Shard::ALL);
+    m.lake()
+        .exec(
+            "a second seeder's row",
+            &format!(
+                "INSERT INTO lake.ingest_progress (partition, cursor) VALUES ('{CURSOR_PARTITION}', '0')"
+            ),
+        )
+        .unwrap();
+    let run = drain(&rt, &m);
+    assert!(run.caught_up && run.counts.signal_rows > 0, "{run:?}");
+    let rows: i64 = m
+        .lake()
+        .conn()
+        .query_row(
+            "SELECT count(*) FROM lake.ingest_progress WHERE partition = ?",
+            [CURSOR_PARTITION],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 1);
+    assert!(m.audit().unwrap().clean);
 }
