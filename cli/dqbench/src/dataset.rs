@@ -175,3 +175,33 @@ pub fn build(
         maintain,
     })
 }
+
+/// Only din's `raw_events`, with Parquet row groups of `row_group_rows` rows: `fleet` seeded by
+/// the din simulator into a fresh lake on `backend` after the table-scoped DuckLake option
+/// `parquet_row_group_size` is set (din leaves DuckLake's 122,880 today; the option is din's to
+/// set), then one cycle of din's maintainer, whose merges honour it too. Nothing is
+/// materialized: the cloud-event reads need only `raw_events`. Returns the lake and the time
+/// seeding and maintenance took.
+pub fn raw_with_row_groups(
+    rt: &tokio::runtime::Runtime,
+    backend: Backend,
+    fleet: &FleetConfig,
+    row_group_rows: u32,
+) -> anyhow::Result<(TestLake, Duration)> {
+    let mut t = TestLake::new(backend);
+    t.config.threads = None;
+    t.config.memory_limit = None;
+    let started = Instant::now();
+    {
+        let lake = t.open()?;
+        dq_lake::raw::ensure(&lake)?;
+        // A u32 rendered by Rust: no parameter binding in CALL.
+        lake.connect()?.execute_batch(&format!(
+            "CALL lake.set_option('parquet_row_group_size', {row_group_rows}, \
+             table_name => 'raw_events')"
+        ))?;
+    }
+    seed(rt, &t, fleet, |_| {})?;
+    dq_dinsim::maintain::cycle(&t.open()?, dq_dinsim::maintain::Retention::default())?;
+    Ok((t, started.elapsed()))
+}
