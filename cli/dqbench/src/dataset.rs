@@ -94,6 +94,15 @@ pub fn seed(
     Ok(rt.block_on(dq_dinsim::seed(&Writer::new(&lake, None), &opts, progress))?)
 }
 
+/// A fresh lake on `backend` opened with all cores and DuckDB's own memory default, as in
+/// production.
+fn production_lake(backend: Backend) -> TestLake {
+    let mut t = TestLake::new(backend);
+    t.config.threads = None;
+    t.config.memory_limit = None;
+    t
+}
+
 /// Seeds `fleet` into a fresh lake on `backend` (progress on stderr) and materializes it.
 pub fn build(
     rt: &tokio::runtime::Runtime,
@@ -101,10 +110,7 @@ pub fn build(
     fleet: &FleetConfig,
 ) -> anyhow::Result<Dataset> {
     let catalog = catalog_name(backend);
-    let mut t = TestLake::new(backend);
-    // All cores and DuckDB's own memory default, as in production.
-    t.config.threads = None;
-    t.config.memory_limit = None;
+    let t = production_lake(backend);
 
     let total = Fleet::new(fleet.clone())?.estimated_events();
     eprintln!(
@@ -188,9 +194,7 @@ pub fn raw_with_row_groups(
     fleet: &FleetConfig,
     row_group_rows: u32,
 ) -> anyhow::Result<(TestLake, Duration)> {
-    let mut t = TestLake::new(backend);
-    t.config.threads = None;
-    t.config.memory_limit = None;
+    let t = production_lake(backend);
     let started = Instant::now();
     {
         let lake = t.open()?;

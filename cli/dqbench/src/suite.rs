@@ -79,6 +79,16 @@ struct Samples {
     warm: Vec<Duration>,
 }
 
+impl From<crate::query::Timing> for Samples {
+    fn from(t: crate::query::Timing) -> Samples {
+        Samples {
+            open: t.open,
+            cold: t.cold,
+            warm: t.warm,
+        }
+    }
+}
+
 impl Samples {
     fn to_json(&self) -> Value {
         let p = |s: &[Duration], q: f64| percentile(s, q);
@@ -92,7 +102,6 @@ impl Samples {
 
 struct CaseFigures {
     case: Case,
-    answer: String,
     dq: Samples,
     floor: Samples,
     clickhouse: Samples,
@@ -328,12 +337,7 @@ async fn run_case(
     );
 
     // dq, served.
-    let timing = bench.time(catalog, case, served, sampling).await?;
-    let dq = Samples {
-        open: timing.open,
-        cold: timing.cold,
-        warm: timing.warm,
-    };
+    let dq = Samples::from(bench.time(catalog, case, served, sampling).await?);
 
     // Floor: a fresh in-memory DuckDB per cold sample; memory from DuckDB's profiler.
     drop(floor);
@@ -377,7 +381,6 @@ async fn run_case(
     };
     Ok(CaseFigures {
         case,
-        answer: ours.size(),
         dq,
         floor: floor_samples,
         clickhouse: s,
@@ -413,11 +416,7 @@ async fn served_again(
         c.case.name(),
         percentile(&timing.warm, 50.0)
     );
-    Ok(Samples {
-        open: timing.open,
-        cold: timing.cold,
-        warm: timing.warm,
-    })
+    Ok(timing.into())
 }
 
 /// The floor under a case of dq's query engine that its statement design cannot go below: dq's
@@ -1076,7 +1075,7 @@ fn render(run: &Run) -> String {
             out.push_str(&format!(
                 "| {} | {} | {engine} | {} | {} | {} | {} | {} | {} | {} | {} | {rw} | {rc} | {memory} | {goal} |\n",
                 c.case.name(),
-                c.answer,
+                c.expected.size(),
                 ms(percentile(&s.open, 50.0)),
                 ms(percentile(&s.cold, 50.0)),
                 ms(percentile(&s.cold, 95.0)),
@@ -1133,7 +1132,7 @@ fn to_json(run: &Run) -> Value {
         "raw_events_row_groups_10240_build_seconds": run.regrouped_build.as_secs_f64(),
         "queries": run.cases.iter().map(|c| json!({
             "case": c.case.name(),
-            "answer": c.answer,
+            "answer": c.expected.size(),
             "dq": c.dq.to_json(),
             "duckdb_floor": c.floor.to_json(),
             "clickhouse": c.clickhouse.to_json(),
