@@ -29,7 +29,7 @@ help:
 	@echo "make bench-shards  materializer events/s with 1 and 2 shards draining one PostgreSQL lake at once"
 	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService, segments, dailyActivity (200 vehicles x 30 days, file + PostgreSQL)"
 	@echo "make bench-listing the direct reads' file listing refreshed after one commit on a catalog with 100,000 data files (PostgreSQL + file)"
-	@echo "make bench         every case in one run (200 vehicles x 30 days, PostgreSQL) beside the DuckDB floor and ClickHouse (chDB); BENCHMARKS.md + BENCHMARKS.json"
+	@echo "make bench         every case in one run per catalog (200 vehicles x 30 days, PostgreSQL then file) beside the DuckDB floor and ClickHouse (chDB); BENCHMARKS.md + BENCHMARKS.json"
 	@echo "make chaos         long chaos run: SIGKILL the materializer 200 times while din writes"
 	@echo "make reliability   fault, hostile-input, secrets and load tests (long variants); writes RELIABILITY.md"
 
@@ -111,7 +111,8 @@ bench-listing: extensions
 
 bench: extensions bench-venv
 	$(CARGO) build --workspace --bins
-	$(BENCH) all
+	$(BENCH) all --catalog postgres
+	$(BENCH) all --catalog file
 	$(BENCH) listing
 
 # The long variant of the chaos test that `make test` runs with 25 kills.

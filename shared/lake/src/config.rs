@@ -41,6 +41,8 @@ pub const DUCKDB_THREADS: &str = "DUCKDB_THREADS";
 pub const DUCKDB_TEMP_DIRECTORY: &str = "DUCKDB_TEMP_DIRECTORY";
 /// Directory holding `v1.5.4/<platform>/<name>.duckdb_extension` (filled by `make extensions`).
 pub const DUCKDB_EXTENSION_DIR: &str = "DUCKDB_EXTENSION_DIR";
+/// A boolean: let DuckDB check each extension's signature at every load (off by default).
+pub const DUCKDB_VERIFY_EXTENSIONS: &str = "DUCKDB_VERIFY_EXTENSIONS";
 /// The S3 keys and settings of the data path, spelled and read once for the lake and the blob
 /// store.
 pub use dq_config::s3::{
@@ -73,6 +75,11 @@ pub struct LakeConfig {
     pub temp_directory: Option<PathBuf>,
     /// Where the pinned extensions are.
     pub extension_dir: PathBuf,
+    /// [`DUCKDB_VERIFY_EXTENSIONS`]: DuckDB checks each extension's signature when loading it.
+    /// Off by default: the check hashes the whole file (~75 ms for each of ducklake and
+    /// postgres_scanner, most of a cold start), while the files were already hash-pinned when
+    /// installed (`scripts/extensions.lock`) and a Lambda layer cannot change after publishing.
+    pub verify_extensions: bool,
     /// S3 settings for a `s3://` data path.
     pub s3: S3Config,
     /// The secret the PostgreSQL DSN came from: [`crate::Lake::open`] starts from its cached
@@ -96,6 +103,7 @@ impl LakeConfig {
             threads: None,
             temp_directory: None,
             extension_dir: PathBuf::from(DEFAULT_EXTENSION_DIR),
+            verify_extensions: false,
             s3: S3Config::default(),
             catalog_secret: None,
             catalog_host: None,
@@ -217,6 +225,7 @@ impl LakeConfig {
         };
         let read_only = settings.bool(DUCKLAKE_READ_ONLY, false);
         let encrypted = settings.bool(LAKE_ENCRYPTION_ENABLED, false);
+        let verify_extensions = settings.bool(DUCKDB_VERIFY_EXTENSIONS, false);
         settings.check().map_err(Error::Config)?;
         let mut cfg = LakeConfig::new("", data_path.as_deref());
         if let Some(catalog) = catalog {
@@ -226,6 +235,7 @@ impl LakeConfig {
         cfg.pg_connection_limit = pg_connection_limit;
         cfg.read_only = read_only;
         cfg.encrypted = encrypted;
+        cfg.verify_extensions = verify_extensions;
         cfg.memory_limit = settings.get(DUCKDB_MEMORY_LIMIT);
         cfg.threads = threads;
         cfg.temp_directory = settings.get(DUCKDB_TEMP_DIRECTORY).map(PathBuf::from);
@@ -331,6 +341,20 @@ mod tests {
             !debug.contains("topsecret") && !debug.contains("pw"),
             "{debug}"
         );
+    }
+
+    #[test]
+    fn extension_signatures_are_checked_only_when_set() {
+        let verify = |value: Option<&str>| {
+            let mut pairs = vec![(DUCKLAKE_CATALOG_DSN, "/tmp/lake.ducklake")];
+            pairs.extend(value.map(|v| (DUCKDB_VERIFY_EXTENSIONS, v)));
+            LakeConfig::from_lookup(lookup(&pairs)).map(|c| c.verify_extensions)
+        };
+        assert!(!verify(None).unwrap());
+        assert!(verify(Some("yes")).unwrap());
+        assert!(!verify(Some("false")).unwrap());
+        let err = verify(Some("maybe")).unwrap_err().to_string();
+        assert!(err.contains(DUCKDB_VERIFY_EXTENSIONS), "{err}");
     }
 
     #[test]

@@ -134,6 +134,14 @@ impl Lake {
         let db_config = duckdb::Config::default()
             .with("autoinstall_known_extensions", "false")
             .and_then(|c| c.with("autoload_known_extensions", "false"))
+            .and_then(|c| {
+                let unchecked = if cfg.verify_extensions {
+                    "false"
+                } else {
+                    "true"
+                };
+                c.with("allow_unsigned_extensions", unchecked)
+            })
             .and_then(|c| c.with("extension_directory", ext_dir.to_string_lossy()))
             .map_err(|e| db_error(&redactor, "configure duckdb", e))?;
         let conn = duckdb::Connection::open_in_memory_with_flags(db_config)

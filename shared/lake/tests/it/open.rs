@@ -6,6 +6,7 @@ backend_tests!(
     only_writers_attach_meta,
     every_connection_is_utc,
     missing_extension_names_make_extensions,
+    extension_signatures_are_checked_only_when_asked,
     other_format_version_is_refused,
     encryption_mismatch_is_refused
 );
@@ -58,6 +59,66 @@ fn missing_extension_names_make_extensions(backend: Backend) {
         .unwrap_err();
     assert!(matches!(err, Error::MissingExtension { .. }), "{err}");
     assert!(err.to_string().contains("make extensions"), "{err}");
+}
+
+/// Off by default (the pinned files are hash-checked when installed; the check costs most of a
+/// cold start); when asked, DuckDB refuses an extension file whose bytes changed.
+fn extension_signatures_are_checked_only_when_asked(backend: Backend) {
+    let t = TestLake::new(backend);
+    let unsigned_allowed = |verify: bool| -> String {
+        let lake = t.open_with(|c| c.verify_extensions = verify).unwrap();
+        lake.conn()
+            .query_row(
+                "SELECT current_setting('allow_unsigned_extensions')::VARCHAR",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(unsigned_allowed(false), "true");
+    assert_eq!(unsigned_allowed(true), "false");
+
+    // A copy of the extension directory with one byte of `icu` flipped.
+    let pinned = t.config.extension_dir.clone();
+    let copy = t.path("tampered-extensions");
+    for entry in walk(&pinned) {
+        let rel = entry.strip_prefix(&pinned).unwrap();
+        let to = copy.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        if entry
+            .file_name()
+            .is_some_and(|n| n == "icu.duckdb_extension")
+        {
+            let mut bytes = std::fs::read(&entry).unwrap();
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0xff;
+            std::fs::write(&to, bytes).unwrap();
+        } else {
+            std::os::unix::fs::symlink(&entry, &to).unwrap();
+        }
+    }
+    let err = t
+        .open_with(|c| {
+            c.extension_dir = copy.clone();
+            c.verify_extensions = true;
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("load extension icu"), "{err}");
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
 
 fn other_format_version_is_refused(backend: Backend) {
