@@ -531,21 +531,34 @@ fn load(conn: &Connection, postgres: bool, spec: &TableSpec, s: i64) -> duckdb::
         })
         .collect::<duckdb::Result<_>>()?;
 
-    // The catalog's data files live at S, with partition values and live delete files.
-    let mut stmt = conn.prepare(&format!(
+    // The catalog's data files live at S, with partition values and live delete files. On
+    // PostgreSQL the statement runs inside the catalog (`postgres_query`), which sends the
+    // table's file rows only, instead of DuckDB copying the catalog's file, partition-value
+    // and delete-file tables through the scanner first.
+    let m = if postgres {
+        String::new()
+    } else {
+        format!("{META}.")
+    };
+    let files = format!(
         "SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
            f.mapping_id IS NULL AND f.encryption_key IS NULL, \
-           string_agg(p.partition_value, chr(31) ORDER BY p.partition_key_index), \
-           d.n, d.max_id, d.path, d.relative, d.plain \
-         FROM {META}.ducklake_data_file f \
-         LEFT JOIN {META}.ducklake_file_partition_value p ON p.data_file_id = f.data_file_id \
+           string_agg(p.partition_value, chr(31) ORDER BY p.partition_key_index) AS part, \
+           d.n, d.max_id, d.path AS del_path, d.relative AS del_relative, d.plain AS del_plain \
+         FROM {m}ducklake_data_file f \
+         LEFT JOIN {m}ducklake_file_partition_value p ON p.data_file_id = f.data_file_id \
          LEFT JOIN ({}) d ON d.data_file_id = f.data_file_id \
          WHERE f.table_id = {table} AND {} \
          GROUP BY f.data_file_id, f.path, f.path_is_relative, f.partition_id, f.mapping_id, \
            f.encryption_key, d.n, d.max_id, d.path, d.relative, d.plain",
-        delete_files_sql(&format!("{META}."), table, s),
+        delete_files_sql(&m, table, s),
         live("f", s)
-    ))?;
+    );
+    let mut stmt = conn.prepare(&if postgres {
+        format!("SELECT * FROM postgres_query('{META}', {})", quote(&files))
+    } else {
+        files
+    })?;
     let rows = stmt.query_map([], |r| {
         Ok((
             (
