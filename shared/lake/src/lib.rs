@@ -56,6 +56,27 @@ pub const LAKE: &str = "lake";
 /// The DuckLake metadata catalog DuckDB attaches for [`LAKE`].
 pub const METADATA: &str = "__ducklake_metadata_lake";
 
+/// Whether the table `lake.main.<table>` exists at the newest snapshot, asked of the catalog's
+/// rows. `duckdb_tables()` would answer the same but makes DuckLake load its whole catalog
+/// (tables, columns, partitions, macros) on a fresh instance: ~40 ms of a query function's first
+/// request, which the direct reads otherwise never need.
+///
+/// # Errors
+/// The catalog could not be read.
+pub fn table_exists(conn: &duckdb::Connection, table: &str) -> duckdb::Result<bool> {
+    conn.query_row(
+        &format!(
+            "SELECT count(*) FROM {METADATA}.ducklake_table t \
+             JOIN {METADATA}.ducklake_schema sc ON sc.schema_id = t.schema_id \
+             WHERE sc.schema_name = 'main' AND t.table_name = ? \
+               AND t.end_snapshot IS NULL AND sc.end_snapshot IS NULL"
+        ),
+        [table],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
 /// An open embedded DuckDB with the lake attached. Clone connections with [`Lake::connect`].
 pub struct Lake {
     conn: duckdb::Connection,

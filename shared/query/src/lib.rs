@@ -252,17 +252,11 @@ impl Engine {
         if cache.load(Ordering::Relaxed) {
             return Ok(true);
         }
-        let n: i64 = self.with_conn("probe rollup table", |c| {
-            c.query_row(
-                "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'main' AND table_name = ?",
-                [table],
-                |r| r.get(0),
-            )
-        })?;
-        if n > 0 {
+        let exists = self.with_conn("probe rollup table", |c| dq_lake::table_exists(c, table))?;
+        if exists {
             cache.store(true, Ordering::Relaxed);
         }
-        Ok(n > 0)
+        Ok(exists)
     }
 }
 
