@@ -157,8 +157,8 @@ struct Listing {
     /// Partition spec ids laid out as the table's [`TableSpec::layout`].
     layout_ids: Arc<HashSet<i64>>,
     /// What the catalog's relative paths resolve under: DuckLake's data path, then the schema's
-    /// and the table's paths (`None`: the table does not exist).
-    prefix: Option<Arc<str>>,
+    /// and the table's paths (empty in an unusable listing, which is never refreshed).
+    prefix: Arc<str>,
     /// Files by partition key, each with its day partition.
     by_key: HashMap<String, Arc<Vec<DataFile>>>,
     /// Files without the spec's partition values: read for every key and day.
@@ -587,7 +587,7 @@ fn load(conn: &Connection, postgres: bool, spec: &TableSpec, s: i64) -> duckdb::
         };
         listing.insert(partition.map(|(k, _)| k), file);
     }
-    listing.prefix = Some(Arc::from(prefix));
+    listing.prefix = Arc::from(prefix);
     listing.table_id = table;
     listing.next_file_id = next_file_id;
     listing.layout_ids = Arc::new(layout_ids);
@@ -696,7 +696,7 @@ fn inlined_deletes(
 /// `None` when the result
 /// could not be exact, and a whole load must answer instead: the base snapshot was expired
 /// (its removed files' rows may be gone), the table was dropped, a file arrived under another
-/// partition spec, or a relative path has no known prefix.
+/// partition spec, or a live file row lacks its path.
 ///
 /// On PostgreSQL the change query runs inside the catalog (`postgres_query`), where its
 /// filters meet the catalog's indexes instead of copying the file tables into DuckDB.
@@ -863,26 +863,15 @@ fn refresh(
         let (Some(path), Some(relative)) = (path, relative) else {
             return Ok(None);
         };
-        let resolve = |path: String, relative: bool| match (relative, &next.prefix) {
-            (false, _) => Some(path),
-            (true, Some(prefix)) => Some(format!("{prefix}{path}")),
-            (true, None) => None,
-        };
-        let Some(path) = resolve(path, relative) else {
-            return Ok(None);
-        };
-        let resolved = match deletes.path.clone() {
-            None => None,
-            Some((path, relative)) => match resolve(path, relative) {
-                Some(p) => Some(p),
-                None => return Ok(None),
-            },
-        };
+        let resolved = deletes
+            .path
+            .as_ref()
+            .map(|(path, relative)| under(&next.prefix, path, *relative));
         next.insert(
             key,
             DataFile {
                 id,
-                path,
+                path: under(&next.prefix, &path, relative),
                 day,
                 deletes: resolved,
                 plain: catalog_plain == Some(true)
