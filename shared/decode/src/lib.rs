@@ -33,5 +33,7 @@ mod util;
 pub use error::DecodeError;
 pub use model::{Decoded, Event, Location, Signal, SignalValue};
 pub use modules::{EventModule, SignalModule};
-pub use pipeline::{decode_batch, decode_event, BatchOutcome, EventOutcome, Route};
+pub use pipeline::{
+    decode_batch, decode_batch_on, decode_event, BatchOutcome, EventOutcome, Route,
+};
 pub use post::VehicleGate;

@@ -135,14 +135,65 @@ pub struct Failure {
 }
 
 /// Decodes a batch: the first row with a given `Key()` wins, later ones are counted and dropped.
+/// Decoding is pure, so a large batch is split across the machine's cores
+/// ([`decode_batch_on`]).
 pub fn decode_batch(raws: &[RawEvent], gate: &VehicleGate, now: DateTime<Utc>) -> BatchOutcome {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    decode_batch_on(raws, gate, now, threads)
+}
+
+/// Fewer events than this per thread are decoded on the caller's thread: spawning costs more
+/// than it saves.
+const MIN_EVENTS_PER_THREAD: usize = 1024;
+
+/// [`decode_batch`] on at most `threads` threads. The answer does not depend on the split: the
+/// `Key()` dedup runs first, in input order, and each thread decodes a contiguous run of the
+/// survivors whose outcomes are concatenated in order.
+pub fn decode_batch_on(
+    raws: &[RawEvent],
+    gate: &VehicleGate,
+    now: DateTime<Utc>,
+    threads: usize,
+) -> BatchOutcome {
     let mut seen = HashSet::with_capacity(raws.len());
+    let firsts: Vec<&RawEvent> = raws
+        .iter()
+        .filter(|r| seen.insert(r.header.key()))
+        .collect();
+    let per_thread = firsts
+        .len()
+        .div_ceil(threads.max(1))
+        .max(MIN_EVENTS_PER_THREAD);
+    let mut out = if firsts.len() <= per_thread {
+        decode_run(&firsts, gate, now)
+    } else {
+        std::thread::scope(|scope| {
+            let runs: Vec<_> = firsts
+                .chunks(per_thread)
+                .map(|run| scope.spawn(move || decode_run(run, gate, now)))
+                .collect();
+            let mut out = BatchOutcome::default();
+            for run in runs {
+                let part = run
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                out.signal_rows.extend(part.signal_rows);
+                out.event_rows.extend(part.event_rows);
+                out.failures.extend(part.failures);
+                out.gated += part.gated;
+                out.skipped += part.skipped;
+            }
+            out
+        })
+    };
+    out.duplicates = raws.len() - firsts.len();
+    out
+}
+
+/// Decodes `raws` (already deduplicated) in order.
+fn decode_run(raws: &[&RawEvent], gate: &VehicleGate, now: DateTime<Utc>) -> BatchOutcome {
     let mut out = BatchOutcome::default();
     for raw in raws {
-        if !seen.insert(raw.header.key()) {
-            out.duplicates += 1;
-            continue;
-        }
         let outcome = decode_event(raw, gate, now);
         match outcome.route {
             Route::Gated(_) => out.gated += 1,
@@ -273,5 +324,40 @@ mod tests {
         let outcome = decode_event(&ruptela, &gate(), now());
         assert_eq!(outcome.route, Route::Events(EventModule::Ruptela));
         assert_eq!(outcome.events[0].name, "behavior.harshCornering");
+    }
+
+    #[test]
+    fn a_split_batch_decodes_as_one_thread_does() {
+        // Enough events for several threads, with repeats across the split points, failures,
+        // gated and skipped rows spread through the batch.
+        let batch: Vec<RawEvent> = (0..5000)
+            .map(|i| {
+                let id = format!("e{}", i % 3700);
+                match i % 7 {
+                    0 => raw(types::FINGERPRINT, &id, "2024-12-01T15:31:12Z", "{}"),
+                    1 => raw(
+                        types::STATUS,
+                        &id,
+                        "2024-12-01T15:31:12Z",
+                        r#"{"signals":[]}"#,
+                    ),
+                    2 => {
+                        let mut gated = raw(types::STATUS, &id, "2024-12-01T15:31:12Z", STATUS);
+                        gated.header.subject = "not a did".into();
+                        gated
+                    }
+                    _ => raw(types::STATUS, &id, "2024-12-01T15:31:12Z", STATUS),
+                }
+            })
+            .collect();
+        let one = decode_batch_on(&batch, &gate(), now(), 1);
+        assert!(one.duplicates > 0 && one.gated > 0 && one.skipped > 0 && !one.failures.is_empty());
+        for threads in [2, 3, 8] {
+            assert_eq!(
+                decode_batch_on(&batch, &gate(), now(), threads),
+                one,
+                "{threads} threads"
+            );
+        }
     }
 }
