@@ -1,10 +1,11 @@
-//! Writing one window: decoded rows go from Arrow record
-//! batches through the DuckDB appender into per-connection TEMP staging tables (no parquet file
-//! on disk), then ONE lake transaction deletes rows of voided events, inserts the staged rows
-//! with an anti-join on the write key (W1, pruned by `subject_bucket` and the batch's time
-//! range), recomputes the touched subjects' rollups and compare-and-swaps the progress row: its
-//! fence on every window, the cursor too on a span's final window. The caller commits (after its
-//! lease check).
+//! Writing one window: decoded rows go from Arrow record batches through the DuckDB appender
+//! into per-connection TEMP staging tables (no parquet file on disk; signals as per-event heads
+//! and per-row values, [`SignalStage`]), then ONE lake transaction deletes rows of voided events,
+//! finds with one scan the signal rows at rest the window could repeat (write key W1) or collide
+//! with (read key R1), pruned by `subject_bucket` and the batch's time range, inserts the staged
+//! rows without those, recomputes or merges the touched subjects' rollups and compare-and-swaps
+//! the progress row: its fence on every window, the cursor too on a span's final window. The
+//! caller commits (after its lease check).
 
 use std::collections::BTreeSet;
 
@@ -198,8 +199,7 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
         if !seen.insert(row_key) {
             continue;
         }
-        let head = *head;
-        row_head.append_value(head);
+        row_head.append_value(*head);
         name.append_value(&r.name);
         ts.append_value(r.timestamp.timestamp_micros());
         num.append_value(r.value_number);
