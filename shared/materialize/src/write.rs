@@ -228,28 +228,19 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
         Arc::new(hdop.finish()),
         Arc::new(heading.finish()),
     ];
-    let batch = |names: Vec<&str>, columns: Vec<ArrayRef>| {
+    // Each batch: the head number, then its columns in table order.
+    let batch = |cols: &Columns, columns: Vec<ArrayRef>| {
+        let names = std::iter::once(HEAD_ID).chain(cols.iter().map(|(n, _)| *n));
         let fields: Vec<Field> = names
-            .iter()
             .zip(&columns)
-            .map(|(n, c)| Field::new(*n, c.data_type().clone(), true))
+            .map(|(n, c)| Field::new(n, c.data_type().clone(), true))
             .collect();
         RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err("signals"))
     };
     let (head_cols, value_cols) = stage_columns();
     Ok(SignalStage {
-        heads: batch(
-            std::iter::once(HEAD_ID)
-                .chain(head_cols.iter().map(|(n, _)| *n))
-                .collect(),
-            heads,
-        )?,
-        values: batch(
-            std::iter::once(HEAD_ID)
-                .chain(value_cols.iter().map(|(n, _)| *n))
-                .collect(),
-            values,
-        )?,
+        heads: batch(&head_cols, heads)?,
+        values: batch(&value_cols, values)?,
     })
 }
 
