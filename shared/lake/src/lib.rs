@@ -56,10 +56,12 @@ pub const LAKE: &str = "lake";
 /// The DuckLake metadata catalog DuckDB attaches for [`LAKE`].
 pub const METADATA: &str = "__ducklake_metadata_lake";
 
-/// Whether the table `lake.main.<table>` exists at the newest snapshot, asked of the catalog's
-/// rows. `duckdb_tables()` would answer the same but makes DuckLake load its whole catalog
+/// Whether the table `lake.main.<table>` exists at the newest committed snapshot, asked of the
+/// catalog's rows: the one existence probe of the read and the write side. `duckdb_tables()`
+/// would answer the same outside a transaction but makes DuckLake load its whole catalog
 /// (tables, columns, partitions, macros) on a fresh instance: ~40 ms of a query function's first
-/// request, which the direct reads otherwise never need.
+/// request, which the direct reads otherwise never need. Not for use inside a transaction that
+/// created the table: the catalog's rows show commits only.
 ///
 /// # Errors
 /// The catalog could not be read.

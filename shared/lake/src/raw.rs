@@ -105,16 +105,9 @@ pub fn ensure(lake: &Lake) -> Result<EnsureOutcome> {
     })
 }
 
-/// True when `lake.main.raw_events` exists.
+/// True when `lake.main.raw_events` exists ([`crate::table_exists`]).
 pub fn exists(lake: &Lake) -> Result<bool> {
-    lake.conn()
-        .query_row(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'main' AND table_name = ?",
-            [TABLE],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|n| n > 0)
-        .map_err(|e| lake.error("probe lake.raw_events", e))
+    crate::table_exists(lake.conn(), TABLE).map_err(|e| lake.error("probe lake.raw_events", e))
 }
 
 /// The table's layout as the catalog's own metadata records it.

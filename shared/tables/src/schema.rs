@@ -285,15 +285,9 @@ fn ensure_table(lake: &Lake, table: &Table, report: &mut SchemaReport) -> dq_lak
     Ok(())
 }
 
-/// True when `lake.main.<table>` exists.
+/// True when `lake.main.<table>` exists ([`dq_lake::table_exists`]).
 pub fn exists(lake: &Lake, table: &str) -> dq_lake::Result<bool> {
-    lake.conn()
-        .query_row(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'main' AND table_name = ?",
-            [table],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|n| n > 0)
+    dq_lake::table_exists(lake.conn(), table)
         .map_err(|e| lake.error(&format!("probe lake.{table}"), e))
 }
 
