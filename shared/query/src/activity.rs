@@ -4,18 +4,22 @@
 //! put the pure detectors of crate `segments` together with those summaries.
 //!
 //! Statement budget per request (independent of how many segments or days there are):
-//! detection (1–2 statements), one ranges aggregation, one ranges event count, at most one
-//! batched LocationsAt; `dailyActivity` adds one more aggregation / event count / LocationsAt
-//! triple for all of its days. Every statement reads the subject's bucket's files directly
-//! where the request's snapshot allows it ([`Engine::rows_of`]), and all of them read that
-//! one snapshot.
+//! detection (one statement for ignition), one read of the summary signal rows and one of the
+//! event rows — shared by a `dailyActivity`'s segments and days —, and one batched LocationsAt
+//! per summarised range set. Where DuckDB took longer to plan and run a small analytic
+//! statement than the work needs (the ignition transitions, the per-range aggregates and event
+//! counts), the statement is a plain read and Rust computes the answer: the ignition
+//! transitions by the reference definition (`dq_segments::reference`), the summaries in module
+//! `ranges`, both R1-deduplicating by `dq_tables::keys::read_tiebreak`. Every statement reads
+//! the subject's bucket's files directly where the request's snapshot allows it
+//! ([`Engine::rows_of`]), and all of them read that one snapshot.
 
-use crate::aggregate::{
-    case_column, float_expr, location_at, location_expr, FloatAgg, Location, LocationAgg,
-};
+use crate::aggregate::{FloatAgg, Location, LocationAgg};
 use crate::files::FileTable;
+use crate::fold::{count_events, event_keys, signal_rows, signal_rows_sql};
 use crate::{subject_predicate, ts_lit, Engine, Error, Result};
 use chrono::{DateTime, TimeDelta};
+use dq_lake::duckdb::arrow::record_batch::RecordBatch;
 use dq_lake::duckdb::params;
 use dq_lake::quote;
 use dq_segments::signals::{
@@ -26,14 +30,11 @@ use dq_segments::{
     ActiveWindow, DailyActivityRequest, DayWindow, LevelSample, Segment, SegmentsRequest,
     SignalSource, StateChange, TimeRange, Ts, WindowSpec,
 };
-use dq_tables::keys::{events_deduped_from, signals_deduped_from};
+use dq_tables::keys::{read_tiebreak, signals_deduped_from, READ_TIEBREAK};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How far back a gap-fill looks for a fix (`locationGapFillLookback`, ≈ 10 years).
 pub const LOCATION_GAP_FILL_LOOKBACK: TimeDelta = TimeDelta::hours(10 * 365 * 24);
-
-const FLOAT: i64 = 1;
-const LOCATION: i64 = 3;
 
 fn us(t: Ts) -> i64 {
     t.timestamp_micros()
@@ -141,85 +142,57 @@ impl SignalSource for LakeSource<'_> {
         )
     }
 
+    /// One read of the ignition readings — the look-back window's, and the latest one before
+    /// it from any time (`prior`) — R1-deduplicated here, then the reference definition
+    /// (`dq_segments::reference::ignition_state_changes`) over them: the transitions, and the
+    /// synthetic ON when there are none and the last reading is ON.
     fn ignition_state_changes(&self, subject: &str, from: Ts, to: Ts) -> Result<Vec<StateChange>> {
         let lookback = us(from) - IGNITION_LOOKBACK_DAYS * 86_400 * 1_000_000;
         let name = quote(IGNITION_SIGNAL);
-        let r = |relation: &str| {
+        let readings = |relation: &str, window: &str| {
             format!(
-                "r AS (SELECT \"timestamp\", value_number FROM ({}))",
-                deduped(
-                    relation,
-                    subject,
-                    &format!("name = {name} AND value_number IS NOT NULL"),
-                    lookback,
-                    us(to)
-                )
+                "SELECT epoch_us(\"timestamp\"), value_number, {READ_TIEBREAK} FROM {relation} \
+                 WHERE {} AND name = {name} AND value_number IS NOT NULL AND {window}",
+                subject_predicate(subject),
             )
         };
-        let from_lit = ts_lit(us(from));
+        let lb = ts_lit(lookback);
         // `prior` reads everything before the look-back: its own relation.
         let windows = [(lookback, us(to)), (i64::MIN, lookback)];
         let sql = |[recent, before]: &[String; 2]| {
             format!(
-                "WITH {r}, \
-             prior AS (SELECT value_number FROM {before} WHERE {subj} AND name = {name} \
-                       AND value_number IS NOT NULL AND \"timestamp\" < {lb} \
-                       ORDER BY \"timestamp\" DESC, cloud_event_id LIMIT 1), \
-             t AS (SELECT \"timestamp\", value_number AS new_state, \
-                          coalesce(lag(value_number) OVER (ORDER BY \"timestamp\"), \
-                                   (SELECT value_number FROM prior), 0) AS prev_state FROM r) \
-             SELECT epoch_us(\"timestamp\") AS ts, new_state, prev_state FROM t \
-               WHERE new_state <> prev_state AND \"timestamp\" >= {from_lit} \
-             UNION ALL \
-             (SELECT epoch_us(\"timestamp\") AS ts, new_state, prev_state FROM t \
-               WHERE new_state <> prev_state AND \"timestamp\" < {from_lit} \
-               ORDER BY \"timestamp\" DESC LIMIT 1) \
-             ORDER BY ts",
-                r = r(recent),
-                subj = subject_predicate(subject),
-                lb = ts_lit(lookback),
+                "{} UNION ALL ({} ORDER BY \"timestamp\" DESC, {READ_TIEBREAK} LIMIT 1)",
+                readings(
+                    recent,
+                    &format!(
+                        "\"timestamp\" >= {lb} AND \"timestamp\" < {}",
+                        ts_lit(us(to))
+                    )
+                ),
+                readings(before, &format!("\"timestamp\" < {lb}")),
             )
         };
-        let changes = self.engine.rows_of(
-            "ignition state changes",
+        let rows: Vec<(i64, f64, String)> = self.engine.rows_of(
+            "ignition readings",
             FileTable::Signals,
             subject,
             windows,
             sql,
             params![subject, subject],
-            |r| {
-                Ok(StateChange {
-                    ts: ts(r.get(0)?),
-                    new_state: r.get(1)?,
-                    prev_state: r.get(2)?,
-                })
-            },
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        if !changes.is_empty() {
-            return Ok(changes);
-        }
-        let probe = |relation: &str| {
-            format!(
-                "WITH {} SELECT coalesce(arg_max(value_number, \"timestamp\") = 1, false), \
-                 epoch_us(min(\"timestamp\")) FROM r",
-                r(relation)
-            )
-        };
-        let window = [(lookback, us(to))];
-        // One aggregate row.
-        let probed: Vec<(bool, Option<i64>)> = self.engine.rows_of(
-            "ignition synthetic on",
-            FileTable::Signals,
-            subject,
-            window,
-            |[relation]| probe(relation),
-            params![subject],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        Ok(match probed.first() {
-            Some((true, Some(first))) => vec![StateChange::synthetic_on(ts(*first))],
-            _ => Vec::new(),
-        })
+        let (mut recent, before): (Vec<_>, Vec<_>) =
+            rows.into_iter().partition(|r| r.0 >= lookback);
+        let prior = before.first().map(|r| r.1);
+        recent.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| read_tiebreak(&a.2, &b.2)));
+        recent.dedup_by_key(|r| r.0);
+        let readings: Vec<LevelSample> = recent
+            .iter()
+            .map(|(t, v, _)| LevelSample::new(ts(*t), *v))
+            .collect();
+        Ok(dq_segments::reference::ignition_state_changes(
+            prior, &readings, from, to,
+        ))
     }
 
     fn idle_runs(
@@ -280,56 +253,83 @@ pub struct RangeAggregates {
     pub locations: BTreeMap<usize, Location>,
 }
 
-/// The time the ranges cover, cut into disjoint pieces sorted by start, each labelled with the
-/// first range (lowest index) holding it: "each row counts for the first range holding it"
-/// becomes one ASOF join on the pieces' starts ([`pieces_join`]). Adjacent pieces of one range
-/// are merged; empty ranges hold nothing.
-fn first_holding_pieces(ranges: &[(i64, i64)]) -> Vec<(usize, i64, i64)> {
-    let mut cuts: Vec<i64> = ranges.iter().flat_map(|&(a, b)| [a, b]).collect();
-    cuts.sort_unstable();
-    cuts.dedup();
-    let mut pieces: Vec<(usize, i64, i64)> = Vec::new();
-    for pair in cuts.windows(2) {
-        let &[lo, hi] = pair else { continue };
-        let Some(index) = ranges.iter().position(|&(a, b)| a <= lo && hi <= b) else {
-            continue;
-        };
-        match pieces.last_mut() {
-            Some(last) if last.0 == index && last.2 == lo => last.2 = hi,
-            _ => pieces.push((index, lo, hi)),
+/// The window `[from, to)` covering every non-empty range of `sets`; `None` when none holds
+/// any time.
+fn covering(sets: &[&[(i64, i64)]]) -> Option<(i64, i64)> {
+    let held = || sets.iter().flat_map(|s| s.iter()).filter(|(a, b)| a < b);
+    Some((held().map(|r| r.0).min()?, held().map(|r| r.1).max()?))
+}
+
+/// The subject's rows that the summaries of one request read, read once for all of its range
+/// sets (a `dailyActivity` summarises its segments and its days from the same rows): the
+/// signal rows of the requested names and the event rows over one window, not deduplicated,
+/// as DuckDB returned them. Module `ranges` aggregates and counts them.
+#[derive(Default)]
+struct SummaryRows {
+    /// The signal names read; a signal row's first column is its index here.
+    signal_names: Vec<String>,
+    signals: Vec<RecordBatch>,
+    events: Vec<RecordBatch>,
+}
+
+impl SummaryRows {
+    fn malformed(message: String) -> Error {
+        Error::Database {
+            context: "summary rows".into(),
+            message,
         }
     }
-    pieces
-}
 
-/// `pieces(range_index, lo, hi) AS (VALUES …)` of [`first_holding_pieces`] (µs), and the join
-/// that labels each row of `alias` with its range: `ASOF JOIN pieces p ON <ts> >= p.lo` (the
-/// piece starting last at or before the row), kept when the row is before that piece's end.
-/// `None` when the ranges hold no time. One small join instead of a CASE with a branch per
-/// range, which DuckDB took ~3–5 ms just to plan for a month of days or segments.
-fn pieces_join(ranges: &[(i64, i64)], alias: &str) -> Option<(String, String)> {
-    let pieces = first_holding_pieces(ranges);
-    if pieces.is_empty() {
-        return None;
+    /// Every float and location request for every `[from_µs, to_µs)` range, each row counted
+    /// for the first range holding it; one entry per range, in order.
+    fn aggregate(
+        &self,
+        ranges: &[(i64, i64)],
+        floats: &[(String, FloatAgg)],
+        locations: &[(String, LocationAgg)],
+    ) -> Result<Vec<RangeAggregates>> {
+        let mut out = vec![RangeAggregates::default(); ranges.len()];
+        if self.signals.is_empty() {
+            // Nothing was read: no range holds time, or no rows came back.
+            return Ok(out);
+        }
+        let index = |name: &str| self.signal_names.iter().position(|n| n == name);
+        let float_requests: Vec<(usize, FloatAgg)> = floats
+            .iter()
+            .map(|(n, a)| index(n).map(|i| (i, *a)))
+            .collect::<Option<_>>()
+            .ok_or_else(|| Self::malformed("a float request's signal was not read".into()))?;
+        let location_requests: Vec<(usize, LocationAgg)> = locations
+            .iter()
+            .map(|(n, a)| index(n).map(|i| (i, *a)))
+            .collect::<Option<_>>()
+            .ok_or_else(|| Self::malformed("a location request's signal was not read".into()))?;
+        if float_requests.is_empty() && location_requests.is_empty() {
+            return Ok(out);
+        }
+        let rows = signal_rows(&self.signals).map_err(Self::malformed)?;
+        let answers = crate::fold::aggregate(
+            &rows,
+            ranges,
+            self.signal_names.len(),
+            &float_requests,
+            &location_requests,
+        );
+        for (slot, (floats, locations)) in out.iter_mut().zip(answers) {
+            slot.floats.extend(floats);
+            slot.locations.extend(locations);
+        }
+        Ok(out)
     }
-    let values: Vec<String> = pieces
-        .iter()
-        .map(|(i, lo, hi)| format!("({i}, {lo}, {hi})"))
-        .collect();
-    let ts = format!("epoch_us({alias}.\"timestamp\")");
-    Some((
-        format!(
-            "pieces(range_index, lo, hi) AS (VALUES {})",
-            values.join(", ")
-        ),
-        format!("ASOF JOIN pieces p ON {ts} >= p.lo WHERE {ts} < p.hi"),
-    ))
-}
 
-fn global_window(ranges: &[(i64, i64)]) -> (i64, i64) {
-    let from = ranges.iter().map(|r| r.0).min().unwrap_or(0);
-    let to = ranges.iter().map(|r| r.1).max().unwrap_or(0);
-    (from, to)
+    /// Deduplicated events per range and name, each in the first range holding it.
+    fn event_counts(&self, ranges: &[(i64, i64)]) -> Result<Vec<BTreeMap<String, i64>>> {
+        let keys = event_keys(&self.events).map_err(Self::malformed)?;
+        Ok(count_events(keys, ranges)
+            .into_iter()
+            .map(|m| m.into_iter().map(|(n, c)| (n.to_string(), c)).collect())
+            .collect())
+    }
 }
 
 /// A location fix is real unless it is exactly (0,0).
@@ -338,10 +338,71 @@ fn real_fix(l: &Location) -> bool {
 }
 
 impl Engine {
-    /// The ranges aggregation: ONE statement answering every float and
-    /// location request for every `[from_µs, to_µs)` range; each row counts for the first range
-    /// holding it. No source or value filters; (0,0) locations are kept. Result: one entry
-    /// per range, in order.
+    /// The rows the summaries of a request read over `window` (module docs): the signal rows
+    /// of `signal_names` (none read when empty) and, with `event_names`, the event rows
+    /// (restricted to those names when non-empty). Two statements at most.
+    fn summary_rows(
+        &self,
+        subject: &str,
+        window: Option<(i64, i64)>,
+        signal_names: BTreeSet<&str>,
+        event_names: Option<&[String]>,
+    ) -> Result<SummaryRows> {
+        let Some((from, to)) = window else {
+            return Ok(SummaryRows::default());
+        };
+        let in_window = format!(
+            "{} AND \"timestamp\" >= {} AND \"timestamp\" < {}",
+            subject_predicate(subject),
+            ts_lit(from),
+            ts_lit(to)
+        );
+        let quoted = |names: &mut dyn Iterator<Item = &str>| -> String {
+            names.map(quote).collect::<Vec<_>>().join(", ")
+        };
+        let mut rows = SummaryRows {
+            signal_names: signal_names.iter().map(|n| n.to_string()).collect(),
+            ..SummaryRows::default()
+        };
+        if !signal_names.is_empty() {
+            let names: Vec<&str> = signal_names.iter().copied().collect();
+            rows.signals = self.read_of(
+                "summary signal rows",
+                FileTable::Signals,
+                subject,
+                [(from, to)],
+                |[relation]| signal_rows_sql(relation, &in_window, &names, true),
+                |stmt| Ok(stmt.query_arrow(params![subject])?.collect()),
+            )?;
+        }
+        if let Some(names) = event_names {
+            let only = if names.is_empty() {
+                String::new()
+            } else {
+                let set: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+                format!(" AND name IN ({})", quoted(&mut set.into_iter()))
+            };
+            rows.events = self.read_of(
+                "summary event rows",
+                FileTable::Events,
+                subject,
+                [(from, to)],
+                |[relation]| {
+                    format!(
+                        "SELECT name, epoch_us(\"timestamp\"), source FROM {relation} \
+                         WHERE {in_window}{only}"
+                    )
+                },
+                |stmt| Ok(stmt.query_arrow(params![subject])?.collect()),
+            )?;
+        }
+        Ok(rows)
+    }
+
+    /// The ranges aggregation: every float and location request for every `[from_µs, to_µs)`
+    /// range from ONE read of the subject's rows of the requested names; each row counts for
+    /// the first range holding it. No source or value filters; (0,0) locations are kept.
+    /// Result: one entry per range, in order.
     ///
     /// # Errors
     /// Database failures.
@@ -352,100 +413,17 @@ impl Engine {
         floats: &[(String, FloatAgg)],
         locations: &[(String, LocationAgg)],
     ) -> Result<Vec<RangeAggregates>> {
-        let mut out = vec![RangeAggregates::default(); ranges.len()];
-        if ranges.is_empty() || (floats.is_empty() && locations.is_empty()) {
-            return Ok(out);
-        }
-        let mut values = Vec::new();
-        let mut names = BTreeSet::new();
-        for (i, (name, _)) in floats.iter().enumerate() {
-            values.push(format!("({FLOAT}, {i}, {})", quote(name)));
-            names.insert(quote(name));
-        }
-        for (i, (name, _)) in locations.iter().enumerate() {
-            values.push(format!("({LOCATION}, {i}, {})", quote(name)));
-            names.insert(quote(name));
-        }
-        let (gfrom, gto) = global_window(ranges);
-        let names: Vec<String> = names.into_iter().collect();
-        let f: Vec<_> = floats
+        let names: BTreeSet<&str> = floats
             .iter()
-            .enumerate()
-            .map(|(i, (_, a))| (FLOAT, i, float_expr(*a).to_string()))
+            .map(|(n, _)| n.as_str())
+            .chain(locations.iter().map(|(n, _)| n.as_str()))
             .collect();
-        let loc = |col: &str| -> Vec<(i64, usize, String)> {
-            locations
-                .iter()
-                .enumerate()
-                .map(|(i, (_, a))| (LOCATION, i, location_expr(*a, col)))
-                .collect()
-        };
-        let Some((pieces, labelled)) = pieces_join(ranges, "s") else {
-            return Ok(out);
-        };
-        let window = [(gfrom, gto)];
-        let sql = |relation: &str| {
-            format!(
-                "WITH req(signal_type, signal_index, name) AS (VALUES {values}), {pieces}, \
-             rows AS ( \
-               SELECT r.signal_type, r.signal_index, s.\"timestamp\", s.value_number, \
-                      s.loc_lat, s.loc_lon, s.loc_hdop, s.loc_heading, random() AS rnd, \
-                      p.range_index \
-               FROM ({dedup}) s JOIN req r ON s.name = r.name {labelled}) \
-             SELECT range_index, signal_type, signal_index, {f}, {lat}, {lon}, {hdop}, {heading} \
-             FROM rows WHERE signal_type = {LOCATION} OR value_number IS NOT NULL \
-             GROUP BY range_index, signal_type, signal_index \
-             ORDER BY range_index, signal_type, signal_index",
-                values = values.join(", "),
-                dedup = deduped(
-                    relation,
-                    subject,
-                    &format!("name IN ({})", names.join(", ")),
-                    gfrom,
-                    gto
-                ),
-                f = case_column(&f, "0::DOUBLE"),
-                lat = case_column(&loc("loc_lat"), "0::DOUBLE"),
-                lon = case_column(&loc("loc_lon"), "0::DOUBLE"),
-                hdop = case_column(&loc("loc_hdop"), "0::DOUBLE"),
-                heading = case_column(&loc("loc_heading"), "0::DOUBLE"),
-            )
-        };
-        let rows = self.rows_of(
-            "ranges aggregation",
-            FileTable::Signals,
-            subject,
-            window,
-            |[relation]| sql(relation),
-            params![subject],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, f64>(3)?,
-                    location_at(r, 4)?,
-                ))
-            },
-        )?;
-        for (range, kind, idx, v, l) in rows {
-            let (Ok(range), Ok(idx)) = (usize::try_from(range), usize::try_from(idx)) else {
-                continue;
-            };
-            let Some(slot) = out.get_mut(range) else {
-                continue;
-            };
-            if kind == FLOAT {
-                slot.floats.insert(idx, v);
-            } else {
-                slot.locations.insert(idx, l);
-            }
-        }
-        Ok(out)
+        self.summary_rows(subject, covering(&[ranges]), names, None)?
+            .aggregate(ranges, floats, locations)
     }
 
-    /// Event counts per range: ONE statement; deduped events, each in
-    /// the first range holding it, restricted to `names` when non-empty. One map per range.
+    /// Event counts per range: ONE read; deduplicated events, each in the first range holding
+    /// it, restricted to `names` when non-empty. One map per range.
     ///
     /// # Errors
     /// Database failures.
@@ -455,57 +433,8 @@ impl Engine {
         ranges: &[(i64, i64)],
         names: &[String],
     ) -> Result<Vec<BTreeMap<String, i64>>> {
-        let mut out = vec![BTreeMap::new(); ranges.len()];
-        if ranges.is_empty() {
-            return Ok(out);
-        }
-        let (gfrom, gto) = global_window(ranges);
-        let mut inner = format!(
-            "{} AND \"timestamp\" >= {} AND \"timestamp\" < {}",
-            subject_predicate(subject),
-            ts_lit(gfrom),
-            ts_lit(gto)
-        );
-        if !names.is_empty() {
-            let set: BTreeSet<String> = names.iter().map(|n| quote(n)).collect();
-            inner.push_str(&format!(
-                " AND name IN ({})",
-                set.into_iter().collect::<Vec<_>>().join(", ")
-            ));
-        }
-        let Some((pieces, labelled)) = pieces_join(ranges, "e") else {
-            return Ok(out);
-        };
-        let sql = |relation: &str| {
-            format!(
-                "WITH {pieces} SELECT p.range_index, e.name, count(*) \
-                 FROM ({events}) e {labelled} \
-                 GROUP BY p.range_index, e.name ORDER BY p.range_index, e.name",
-                events = events_deduped_from(relation, &inner),
-            )
-        };
-        let window = [(gfrom, gto)];
-        let rows = self.rows_of(
-            "ranges event counts",
-            FileTable::Events,
-            subject,
-            window,
-            |[relation]| sql(relation),
-            params![subject],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                ))
-            },
-        )?;
-        for (range, name, n) in rows {
-            if let Some(slot) = usize::try_from(range).ok().and_then(|r| out.get_mut(r)) {
-                slot.insert(name, n);
-            }
-        }
-        Ok(out)
+        self.summary_rows(subject, covering(&[ranges]), BTreeSet::new(), Some(names))?
+            .event_counts(ranges)
     }
 
     /// Batched LocationsAt: for every probe time, the nearest real
@@ -720,16 +649,24 @@ fn map_segments_error(e: dq_segments::Error) -> Error {
     }
 }
 
+/// The signal names the summaries of `requests` read: theirs and the location fixes'.
+fn summary_signal_names<'a>(requests: &[&'a [SignalRequest]]) -> BTreeSet<&'a str> {
+    requests
+        .iter()
+        .flat_map(|r| r.iter().map(|r| r.name.as_str()))
+        .chain([LOCATION_SIGNAL])
+        .collect()
+}
+
 fn ranges_us(ranges: &[TimeRange]) -> Vec<(i64, i64)> {
     ranges.iter().map(|r| (us(r.start), us(r.end))).collect()
 }
 
 impl Engine {
-    /// Signals (merged requests) and event counts for every range, plus FIRST/LAST fixes:
-    /// two statements whatever the number of ranges.
+    /// Signals (merged requests) and event counts for every range, plus FIRST/LAST fixes,
+    /// from the request's `rows` whatever the number of ranges.
     fn summarize_ranges(
-        &self,
-        subject: &str,
+        rows: &SummaryRows,
         summary_ranges: &[(i64, i64)],
         count_ranges: &[(i64, i64)],
         requests: &[SignalRequest],
@@ -741,8 +678,8 @@ impl Engine {
             (LOCATION_SIGNAL.to_string(), LocationAgg::First),
             (LOCATION_SIGNAL.to_string(), LocationAgg::Last),
         ];
-        let aggs = self.ranges_aggregate(subject, summary_ranges, &floats, &locations)?;
-        let counts = self.ranges_event_counts(subject, count_ranges, event_names)?;
+        let aggs = rows.aggregate(summary_ranges, &floats, &locations)?;
+        let counts = rows.event_counts(count_ranges)?;
         let mut out = RangeSummaries {
             summaries: Vec::with_capacity(aggs.len()),
             first_fix: Vec::with_capacity(aggs.len()),
@@ -805,25 +742,28 @@ impl Engine {
         }
     }
 
-    /// Detects and summarises segments.
-    fn segment_summaries(
+    /// The segments of `request` (detection through [`LakeSource`]).
+    fn detect(&self, request: &SegmentsRequest, now: Ts) -> Result<dq_segments::SegmentList> {
+        dq_segments::segments(&LakeSource::new(self), request, now).map_err(map_segments_error)
+    }
+
+    /// Summarises the detected segments of `list` from the request's `rows`.
+    fn summarize_segments(
         &self,
-        request: &SegmentsRequest,
-        signal_requests: &[SignalRequest],
+        subject: &str,
+        list: &dq_segments::SegmentList,
+        requests: &[SignalRequest],
         event_names: &[String],
-        now: Ts,
+        rows: &SummaryRows,
     ) -> Result<Vec<SegmentSummary>> {
-        let list = dq_segments::segments(&LakeSource::new(self), request, now)
-            .map_err(map_segments_error)?;
         if list.segments.is_empty() {
             return Ok(Vec::new());
         }
-        let requests = merge_signal_requests(list.mechanism, signal_requests);
-        let sums = self.summarize_ranges(
-            &request.subject,
+        let sums = Self::summarize_ranges(
+            rows,
             &ranges_us(&list.summary_ranges()),
             &ranges_us(&list.event_count_ranges()),
-            &requests,
+            requests,
             event_names,
         )?;
         // Slots 2i = start, 2i+1 = end (a located end for an ongoing segment is never used).
@@ -835,7 +775,7 @@ impl Engine {
                 None => slots.push((us(list.to), Some(Location::default()))),
             }
         }
-        self.gap_fill(&request.subject, &mut slots);
+        self.gap_fill(subject, &mut slots);
         let items: Vec<SegmentSummary> = list
             .segments
             .iter()
@@ -865,7 +805,22 @@ impl Engine {
     /// # Errors
     /// [`Error::BadRequest`] for invalid requests, database failures.
     pub fn segments(&self, q: &SegmentsQuery, now: Ts) -> Result<Vec<SegmentSummary>> {
-        self.segment_summaries(&q.request, &q.signal_requests, &q.event_names, now)
+        let list = self.detect(&q.request, now)?;
+        if list.segments.is_empty() {
+            return Ok(Vec::new());
+        }
+        let requests = merge_signal_requests(list.mechanism, &q.signal_requests);
+        let window = covering(&[
+            &ranges_us(&list.summary_ranges()),
+            &ranges_us(&list.event_count_ranges()),
+        ]);
+        let rows = self.summary_rows(
+            &q.request.subject,
+            window,
+            summary_signal_names(&[&requests]),
+            Some(&q.event_names),
+        )?;
+        self.summarize_segments(&q.request.subject, &list, &requests, &q.event_names, &rows)
     }
 
     /// The `dailyActivity` query: validated days in the IANA zone, the
@@ -877,23 +832,40 @@ impl Engine {
     pub fn daily_activity(&self, q: &DailyActivityQuery, now: Ts) -> Result<Vec<DaySummary>> {
         let plan = dq_segments::plan_daily_activity(&q.request, now)
             .map_err(|v| Error::BadRequest(v.to_string()))?;
-        let segs =
-            self.segment_summaries(&plan.segments, &q.signal_requests, &q.event_names, now)?;
+        let list = self.detect(&plan.segments, now)?;
+        let segment_requests = merge_signal_requests(list.mechanism, &q.signal_requests);
+        let requests = merge_signal_requests(q.request.mechanism, &q.signal_requests);
+        let day_ranges: Vec<(i64, i64)> =
+            plan.days.iter().map(|d| (us(d.start), us(d.end))).collect();
+        let (summary_ranges, count_ranges) = if list.segments.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            (
+                ranges_us(&list.summary_ranges()),
+                ranges_us(&list.event_count_ranges()),
+            )
+        };
+        // One read of the rows serves the segments' summaries and the days'.
+        let rows = self.summary_rows(
+            &plan.segments.subject,
+            covering(&[&summary_ranges, &count_ranges, &day_ranges]),
+            summary_signal_names(&[&segment_requests, &requests]),
+            Some(&q.event_names),
+        )?;
+        let segs = self.summarize_segments(
+            &plan.segments.subject,
+            &list,
+            &segment_requests,
+            &q.event_names,
+            &rows,
+        )?;
         if plan.days.is_empty() {
             return Ok(Vec::new());
         }
         let bare: Vec<Segment> = segs.iter().map(|s| s.segment).collect();
         let activity = dq_segments::daily_activity(&plan.days, &bare);
-        let requests = merge_signal_requests(q.request.mechanism, &q.signal_requests);
-        let day_ranges: Vec<(i64, i64)> =
-            plan.days.iter().map(|d| (us(d.start), us(d.end))).collect();
-        let sums = self.summarize_ranges(
-            &q.request.subject,
-            &day_ranges,
-            &day_ranges,
-            &requests,
-            &q.event_names,
-        )?;
+        let sums =
+            Self::summarize_ranges(&rows, &day_ranges, &day_ranges, &requests, &q.event_names)?;
         // Slots 2i = day start, 2i+1 = day end.
         let mut slots: Vec<(i64, Option<Location>)> = Vec::with_capacity(2 * plan.days.len());
         for (i, (day, a)) in plan.days.iter().zip(&activity).enumerate() {
@@ -933,30 +905,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_piece_belongs_to_the_first_range_holding_it() {
-        // Overlaps go to the lower index; gaps and empty ranges hold nothing; a range's
-        // adjacent pieces merge.
-        assert_eq!(
-            first_holding_pieces(&[(0, 10), (5, 20), (30, 40), (35, 35), (32, 50)]),
-            vec![(0, 0, 10), (1, 10, 20), (2, 30, 40), (4, 40, 50)]
-        );
-        assert_eq!(
-            first_holding_pieces(&[(10, 20), (0, 30)]),
-            vec![(1, 0, 10), (0, 10, 20), (1, 20, 30)]
-        );
-        assert_eq!(first_holding_pieces(&[(0, 10), (0, 10)]), vec![(0, 0, 10)]);
-        assert!(first_holding_pieces(&[(5, 5)]).is_empty());
-        assert!(pieces_join(&[(5, 5)], "s").is_none());
-        let (values, join) = pieces_join(&[(0, 10), (5, 20)], "s").unwrap();
-        assert_eq!(
-            values,
-            "pieces(range_index, lo, hi) AS (VALUES (0, 0, 10), (1, 10, 20))"
-        );
-        assert_eq!(
-            join,
-            "ASOF JOIN pieces p ON epoch_us(s.\"timestamp\") >= p.lo WHERE epoch_us(s.\"timestamp\") < p.hi"
-        );
-        assert_eq!(global_window(&[(5, 20), (0, 10)]), (0, 20));
+    fn the_summary_window_covers_every_range_that_holds_time() {
+        assert_eq!(covering(&[&[(5, 20), (0, 10)], &[(30, 40)]]), Some((0, 40)));
+        // Empty ranges hold nothing, wherever they are.
+        assert_eq!(covering(&[&[(5, 20), (50, 50)], &[]]), Some((5, 20)));
+        assert_eq!(covering(&[&[(5, 5)], &[]]), None);
     }
 
     #[test]

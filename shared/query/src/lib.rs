@@ -10,11 +10,14 @@
 //!
 //! # Layout
 //! - [`Engine`]: one per process, holding the DuckDB instance and a small connection pool.
-//! - [`aggregate`]: the `signals` aggregation (one SQL statement per request for every alias).
+//! - [`aggregate`]: the `signals` aggregation (one statement per request for every alias;
+//!   answered in Rust over one read when no alias needs SQL).
 //! - [`latest`]: latest values, available signals, summaries, snapshot rows.
 //! - [`events`]: the `events` list and event summaries.
 //! - [`activity`]: `segments` / `dailyActivity` — the DuckDB [`dq_segments::SignalSource`],
 //!   ranges aggregation, ranges event counts, batched LocationsAt.
+//! - `fold`: the aggregations computed in Rust over one plain read of the rows (`signals`
+//!   aliases without filters, the segment and day summaries).
 //! - [`filter`]: float / location / string / tags filters rendered to SQL.
 //! - `files`: direct reads of `lake.signals`, `lake.events` and their rollups through
 //!   per-snapshot file lists, deletes applied; every statement of a request reads one pinned
@@ -28,6 +31,7 @@ pub mod error;
 pub mod events;
 mod files;
 pub mod filter;
+mod fold;
 pub mod interval;
 pub mod latest;
 #[cfg(feature = "testing")]
@@ -153,12 +157,8 @@ impl Engine {
     }
 
     /// The rows of the statement `sql(relations)` over `subject`'s data in `table`, `params`
-    /// bound, each mapped by `row`, on a pooled connection. `relations[i]` is what a read of
-    /// the subject's bucket over `windows[i]` (`[from_us, to_us)`) scans at the request's
-    /// snapshot: the bucket's files directly when that snapshot's listing allows it for every
-    /// window (module `files`), else the table itself. A failed direct read (a listing or a
-    /// file the catalog no longer has) is retried as the DuckLake scan, so the direct path can
-    /// make a read faster but never fail it.
+    /// bound, each mapped by `row`, on a pooled connection; how `relations` are chosen is
+    /// [`Engine::read_of`]'s.
     #[allow(clippy::too_many_arguments)] // A statement: its table, windows, text, parameters, row.
     pub(crate) fn rows_of<const N: usize, T>(
         &self,
@@ -170,10 +170,37 @@ impl Engine {
         params: &[&dyn duckdb::ToSql],
         row: impl Fn(&duckdb::Row<'_>) -> duckdb::Result<T>,
     ) -> Result<Vec<T>> {
-        let run_on = |c: &Connection, relations: &[String; N]| -> duckdb::Result<Vec<T>> {
-            let mut stmt = c.prepare(&sql(relations))?;
-            let rows = stmt.query_map(params, &row)?;
-            rows.collect()
+        self.read_of(context, table, subject, windows, sql, |stmt| {
+            stmt.query_map(params, &row)?.collect()
+        })
+    }
+
+    /// The answer `run` takes from the prepared statement `sql(relations)` over `subject`'s
+    /// data in `table`, on a pooled connection. `relations[i]` is what a read of the subject's
+    /// bucket over `windows[i]` (`[from_us, to_us)`) scans at the request's snapshot: the
+    /// bucket's files directly when that snapshot's listing allows it for every window (module
+    /// `files`), else the table itself. A failed direct read (a listing or a file the catalog
+    /// no longer has) is retried as the DuckLake scan, so the direct path can make a read
+    /// faster but never fail it.
+    pub(crate) fn read_of<const N: usize, T>(
+        &self,
+        context: &str,
+        table: FileTable,
+        subject: &str,
+        windows: [(i64, i64); N],
+        sql: impl Fn(&[String; N]) -> String,
+        run: impl Fn(&mut duckdb::Statement<'_>) -> duckdb::Result<T>,
+    ) -> Result<T> {
+        let run_on = |c: &Connection, relations: &[String; N]| -> duckdb::Result<T> {
+            let started = std::time::Instant::now();
+            let answer = run(&mut c.prepare(&sql(relations))?);
+            // `RUST_LOG=dq_query=debug` shows where a request's time goes, statement by statement.
+            tracing::debug!(
+                statement = context,
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "read"
+            );
+            answer
         };
         #[cfg(feature = "testing")]
         if let Some(relation) = testing::relation(table) {

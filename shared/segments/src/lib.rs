@@ -4,7 +4,9 @@
 //!
 //! Detectors are pure algorithms over the narrow reads of a [`SignalSource`]; the DuckDB
 //! implementation of that trait is `query::activity::LakeSource` (crate dq-query); it runs
-//! the SQL documented on each trait method. [`reference`](mod@reference) holds executable definitions of those reads and [`memory`] an
+//! the SQL documented on each trait method (the ignition transitions: one read of the
+//! readings, then [`reference::ignition_state_changes`] over them).
+//! [`reference`](mod@reference) holds executable definitions of those reads and [`memory`] an
 //! in-memory source built on them, usable as a conformance oracle for the SQL implementation.
 //!
 //! This crate owns no SQL, no GraphQL types and no I/O. It does not compute segment or day

@@ -22,6 +22,12 @@ pub const SIGNAL_READ_KEY: [&str; 3] = ["subject", "name", "\"timestamp\""];
 pub const EVENT_READ_KEY: [&str; 4] = ["subject", "\"timestamp\"", "name", "source"];
 /// The tie-break column of both read keys.
 pub const READ_TIEBREAK: &str = "cloud_event_id";
+/// [`READ_TIEBREAK`] for reads that deduplicate outside SQL: of two rows sharing a read key,
+/// the one ordered first wins. DuckDB orders `VARCHAR` by its bytes (no collation), and so
+/// does this.
+pub fn read_tiebreak(a_cloud_event_id: &str, b_cloud_event_id: &str) -> std::cmp::Ordering {
+    a_cloud_event_id.as_bytes().cmp(b_cloud_event_id.as_bytes())
+}
 /// The change-feed keyset, in `ORDER BY` order (`rowid` is unique per table).
 pub const FEED_KEYSET: [&str; 4] = ["subject", "\"time\"", "id", "rowid"];
 

@@ -5,7 +5,10 @@
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use dq_lake::testing::{Backend, TestLake};
 use dq_query::activity::{DailyActivityQuery, LakeSource, SegmentsQuery};
-use dq_query::aggregate::Location;
+use dq_query::aggregate::{
+    aggregate_sql, AggregateRequest, Bucket, FloatAgg, FloatRequest, Location, LocationAgg,
+    LocationRequest,
+};
 use dq_query::segments::memory::MemorySource;
 use dq_query::segments::signals::{FloatAggregation, SignalRequest};
 use dq_query::segments::source::{
@@ -643,7 +646,7 @@ fn gap_fill_and_summaries_cost_constant_statements() {
     assert_eq!(c_small, c_big, "statements must not grow with segments");
     assert_eq!(
         c_big, 4,
-        "transitions + aggregation + event counts + LocationsAt"
+        "transitions + signal rows + event rows + LocationsAt"
     );
 
     // dailyActivity: 3 days vs 31 days cost the same (both gap-fill empty days).
@@ -672,7 +675,10 @@ fn gap_fill_and_summaries_cost_constant_statements() {
     let (d_big, dc_big) = day_cost(&big, 31);
     assert_eq!((d_small, d_big), (3, 31));
     assert_eq!(dc_small, dc_big, "statements must not grow with days");
-    assert!(dc_big <= 8, "{dc_big} statements");
+    assert_eq!(
+        dc_big, 5,
+        "transitions + signal rows + event rows + LocationsAt for the segments and for the days"
+    );
 }
 
 // ---------------------------------------------------------------- dailyActivity (acceptance 3)
@@ -885,4 +891,398 @@ fn ranges_statements_count_each_row_for_the_first_range_holding_it() {
         vec![Default::default()]
     );
     assert!(l.engine.ranges_event_counts(SUBJECT, &empty, &[]).unwrap()[0].is_empty());
+}
+
+/// The ranges aggregation and event counts (computed in Rust over one read, module `fold`)
+/// equal the SQL statements that define them, run by DuckDB on the same lake: R1 dedup by the
+/// lowest cloud_event_id (redeliveries in both insertion orders, ids differing only in case),
+/// each row in the first range holding it (overlapping, nested, empty and out-of-order ranges,
+/// gaps), NULL values and coordinates, every float aggregation and the location ones.
+/// The two sources of [`random_lake`]'s signals.
+const SOURCES: [&str; 2] = [
+    "0xcd445F4c6bDAD32b68a2939b912150Fe3C88803E",
+    "0x5e31bBc786D7bEd95216383787deA1ab0f1c1897",
+];
+
+/// A file lake holding 240 minutes of pseudo-random rows of [`SUBJECT`]: "speed", "fuel" and
+/// location rows, a quarter redelivered under a second id that sorts before or after the first
+/// (byte order: 'B' < 'b') in either insertion order, ~9 % NULL values and coordinates, ~1/6 of
+/// the fixes (0,0), and deduplicated pairs of events from two sources.
+fn random_lake() -> TestLake {
+    let t = TestLake::new(Backend::File);
+    let lake = t.open().unwrap();
+    dq_tables::schema::ensure(&lake).unwrap();
+    let bucket = dq_cloudevent::subject_bucket(SUBJECT);
+    // A fixed pseudo-random sequence (64-bit LCG), so a failure reproduces.
+    let mut state: u64 = 0x5eed;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    let names = ["speed", "fuel", LOC];
+    let value = |v: u64| {
+        if v.is_multiple_of(11) {
+            "NULL".to_string()
+        } else {
+            format!("{:?}", v as f64 / 8.0)
+        }
+    };
+    let mut signals = Vec::new();
+    let mut events = Vec::new();
+    for i in 0..1500u64 {
+        let name = names[next(3) as usize];
+        let ts = lit(m(next(240) as i64));
+        let ids = if next(4) == 0 {
+            if next(2) == 0 {
+                vec![format!("b{i}"), format!("B{i}")]
+            } else {
+                vec![format!("B{i}"), format!("b{i}")]
+            }
+        } else {
+            vec![format!("a{i}")]
+        };
+        for id in ids {
+            let mut coords: Vec<String> = (0..4).map(|_| value(next(800))).collect();
+            if next(6) == 0 {
+                coords[0] = "0".into();
+                coords[1] = "0".into();
+            }
+            signals.push(format!(
+                "('{SUBJECT}', {bucket}, '{name}', {ts}, '{}', 'p', '{id}', {}, '', {})",
+                SOURCES[next(2) as usize],
+                value(next(800)),
+                coords.join(", ")
+            ));
+        }
+        if next(5) == 0 {
+            let event = ["harshBraking", "harshCornering"][next(2) as usize];
+            let source = ["s1", "s2"][next(2) as usize];
+            for id in [format!("e{i}"), format!("f{i}")] {
+                events.push(format!(
+                    "('{SUBJECT}', {bucket}, '{source}', 'p', '{id}', 'dimo.event', 'v1', '{event}', {ts}, 0, '', []::VARCHAR[])"
+                ));
+            }
+        }
+    }
+    let conn = lake.connect().unwrap();
+    conn.execute_batch(&format!(
+        "INSERT INTO lake.signals VALUES {}",
+        signals.join(", ")
+    ))
+    .unwrap();
+    conn.execute_batch(&format!(
+        "INSERT INTO lake.events VALUES {}",
+        events.join(", ")
+    ))
+    .unwrap();
+    t
+}
+
+/// The ranges aggregation and event counts (computed in Rust over one read, module `fold`)
+/// equal the SQL statements that define them, run by DuckDB on the same lake: R1 dedup by the
+/// lowest cloud_event_id, each row in the first range holding it (overlapping, nested, empty
+/// and out-of-order ranges, gaps), NULL values and coordinates, every float aggregation and
+/// the location ones.
+#[test]
+fn ranges_aggregate_equals_the_sql_statement() {
+    let t = random_lake();
+    let lake = t.open().unwrap();
+    let conn = lake.connect().unwrap();
+    let us = |i: i64| m(i).timestamp_micros();
+    let ranges = [
+        (us(100), us(130)),
+        (us(10), us(60)),
+        (us(40), us(90)),
+        (us(45), us(50)),
+        (us(70), us(70)),
+        (us(200), us(260)),
+        (us(0), us(5)),
+    ];
+    let floats: Vec<(String, FloatAggregation)> = ["speed", "fuel", LOC]
+        .iter()
+        .flat_map(|n| {
+            [
+                FloatAggregation::Avg,
+                FloatAggregation::Med,
+                FloatAggregation::Max,
+                FloatAggregation::Min,
+                FloatAggregation::Rand,
+                FloatAggregation::First,
+                FloatAggregation::Last,
+            ]
+            .map(|a| (n.to_string(), a))
+        })
+        .collect();
+    let locations = [
+        (LOC.to_string(), LocationAgg::Avg),
+        (LOC.to_string(), LocationAgg::First),
+        (LOC.to_string(), LocationAgg::Last),
+        (LOC.to_string(), LocationAgg::Rand),
+    ];
+    let engine = Engine::new(t.open().unwrap());
+    let got = engine
+        .ranges_aggregate(SUBJECT, &ranges, &floats, &locations)
+        .unwrap();
+
+    // The definition: R1 by QUALIFY, the first range holding a row by min(index), DuckDB's
+    // aggregates (floats over the rows with a value, locations over every row of the name).
+    let values: Vec<String> = ranges
+        .iter()
+        .enumerate()
+        .map(|(i, (a, b))| format!("({i}, {a}, {b})"))
+        .collect();
+    let labelled = format!(
+        "WITH r(i, lo, hi) AS (VALUES {}), \
+         d AS (SELECT * FROM lake.signals WHERE subject = ? \
+               QUALIFY row_number() OVER (PARTITION BY subject, name, \"timestamp\" ORDER BY cloud_event_id) = 1), \
+         l AS (SELECT (SELECT min(i) FROM r WHERE lo <= epoch_us(d.\"timestamp\") AND epoch_us(d.\"timestamp\") < hi) AS range_index, d.* FROM d) \
+         ",
+        values.join(", ")
+    );
+    let coords = |f: &str| {
+        ["loc_lat", "loc_lon", "loc_hdop", "loc_heading"]
+            .map(|c| f.replace("{c}", c))
+            .join(", ")
+    };
+    let sql = format!(
+        "{labelled} SELECT range_index, name, count(value_number), avg(value_number), median(value_number), \
+         max(value_number), min(value_number), arg_min(value_number, \"timestamp\"), \
+         arg_max(value_number, \"timestamp\"), list(value_number), count(*), {}, {}, {} \
+         FROM l WHERE range_index IS NOT NULL GROUP BY ALL ORDER BY ALL",
+        coords("coalesce(avg({c}), 0)"),
+        coords("coalesce(arg_min({c}, \"timestamp\"), 0)"),
+        coords("coalesce(arg_max({c}, \"timestamp\"), 0)"),
+    );
+    let mut stmt = conn.prepare(&sql).unwrap();
+    let mut rows = stmt.query([SUBJECT]).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    let mut groups = 0;
+    while let Some(r) = rows.next().unwrap() {
+        groups += 1;
+        let range: usize = r.get::<_, i64>(0).unwrap() as usize;
+        let name: String = r.get(1).unwrap();
+        let with_value: i64 = r.get(2).unwrap();
+        let answer = &got[range];
+        for (i, (n, agg)) in floats.iter().enumerate() {
+            if *n != name {
+                continue;
+            }
+            let Some(&v) = answer.floats.get(&i) else {
+                assert_eq!(with_value, 0, "range {range} {n} {agg:?}: no answer");
+                continue;
+            };
+            let want = |col: usize| r.get::<_, f64>(col).unwrap();
+            match agg {
+                FloatAggregation::Avg => assert!(
+                    close(v, want(3)),
+                    "range {range} {n} avg {v} vs {}",
+                    want(3)
+                ),
+                FloatAggregation::Rand => {
+                    let all: String = r
+                        .get::<_, dq_lake::duckdb::types::Value>(9)
+                        .map(|v| format!("{v:?}"))
+                        .unwrap();
+                    assert!(
+                        all.contains(&format!("{v:?}")),
+                        "range {range} {n} rand {v} not in {all}"
+                    );
+                }
+                _ => {
+                    let col = match agg {
+                        FloatAggregation::Med => 4,
+                        FloatAggregation::Max => 5,
+                        FloatAggregation::Min => 6,
+                        FloatAggregation::First => 7,
+                        _ => 8,
+                    };
+                    assert_eq!(v, want(col), "range {range} {n} {agg:?}");
+                }
+            }
+        }
+        for (i, (n, agg)) in locations.iter().enumerate() {
+            if *n != name {
+                continue;
+            }
+            let l = answer
+                .locations
+                .get(&i)
+                .unwrap_or_else(|| panic!("range {range} {n} {agg:?}: no location"));
+            let first = match agg {
+                LocationAgg::Avg => 11,
+                LocationAgg::First => 15,
+                LocationAgg::Last => 19,
+                LocationAgg::Rand => continue,
+            };
+            let want: Vec<f64> = (first..first + 4).map(|c| r.get(c).unwrap()).collect();
+            let got = [l.latitude, l.longitude, l.hdop, l.heading];
+            for (g, w) in got.iter().zip(&want) {
+                assert!(close(*g, *w), "range {range} {agg:?}: {got:?} vs {want:?}");
+            }
+        }
+    }
+    assert!(
+        groups > 12,
+        "only {groups} groups: the data does not exercise the ranges"
+    );
+    // Ranges no row falls in answer nothing.
+    assert_eq!(got[3], Default::default());
+    assert_eq!(got[4], Default::default());
+
+    let counts = engine.ranges_event_counts(SUBJECT, &ranges, &[]).unwrap();
+    let sql = format!(
+        "WITH r(i, lo, hi) AS (VALUES {}), \
+         d AS (SELECT * FROM lake.events WHERE subject = ? \
+               QUALIFY row_number() OVER (PARTITION BY subject, \"timestamp\", name, source ORDER BY cloud_event_id) = 1) \
+         SELECT range_index, name, count(*) FROM \
+           (SELECT (SELECT min(i) FROM r WHERE lo <= epoch_us(d.\"timestamp\") AND epoch_us(d.\"timestamp\") < hi) AS range_index, \
+                   name FROM d) \
+         WHERE range_index IS NOT NULL GROUP BY ALL ORDER BY ALL",
+        values.join(", ")
+    );
+    let mut stmt = conn.prepare(&sql).unwrap();
+    let want: Vec<(i64, String, i64)> = stmt
+        .query_map([SUBJECT], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let got: Vec<(i64, String, i64)> = counts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| m.iter().map(move |(n, c)| (i as i64, n.clone(), *c)))
+        .collect();
+    assert!(want.len() > 6, "{want:?}");
+    assert_eq!(got, want);
+}
+
+/// The `signals` aggregation of float and location aliases without filters (answered in Rust
+/// over one read, module `fold`) equals the statement `aggregate_sql` builds for the same
+/// request, run by DuckDB on the same lake: buckets of several widths aligned on `from`, a
+/// source filter, R1 dedup, float aliases answering 0 for a bucket whose rows have no value,
+/// locations over real fixes only (NULL or (0,0) coordinates).
+#[test]
+fn signals_aggregation_equals_the_sql_statement() {
+    let t = random_lake();
+    let lake = t.open().unwrap();
+    let conn = lake.connect().unwrap();
+    let engine = Engine::new(t.open().unwrap());
+    let us = |i: i64| m(i).timestamp_micros();
+    let floats = [
+        FloatAgg::Avg,
+        FloatAgg::Med,
+        FloatAgg::Max,
+        FloatAgg::Min,
+        FloatAgg::First,
+        FloatAgg::Last,
+    ];
+    let mut compared = 0;
+    for (from, to, interval_minutes, source) in [
+        (0, 240, 60, None),
+        (7, 200, 7, None),
+        (
+            30,
+            100,
+            1,
+            Some("0xcd445F4c6bDAD32b68a2939b912150Fe3C88803E"),
+        ),
+        (0, 1440, 1440, None),
+    ] {
+        let req = AggregateRequest {
+            subject: SUBJECT.into(),
+            source: source.map(|s| format!("did:ethr:137:{s}")),
+            interval_us: interval_minutes * 60_000_000,
+            from_us: us(from),
+            to_us: us(to),
+            floats: ["speed", "fuel", LOC]
+                .iter()
+                .flat_map(|n| {
+                    floats.map(|agg| FloatRequest {
+                        name: n.to_string(),
+                        agg,
+                        filter: None,
+                    })
+                })
+                .collect(),
+            strings: Vec::new(),
+            locations: [LocationAgg::Avg, LocationAgg::First, LocationAgg::Last]
+                .map(|agg| LocationRequest {
+                    name: LOC.into(),
+                    agg,
+                    filter: None,
+                })
+                .to_vec(),
+        };
+        let got = engine.aggregate(&req).unwrap();
+        // The statement's rows: (bucket, kind 1 float / 3 location, index, value, location).
+        let sql = aggregate_sql(&req).unwrap().over("lake.signals");
+        let mut want: Vec<Bucket> = Vec::new();
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let mut rows = stmt.query([SUBJECT]).unwrap();
+        while let Some(r) = rows.next().unwrap() {
+            let bucket: i64 = r.get(0).unwrap();
+            if want.last().is_none_or(|b| b.timestamp_us != bucket) {
+                want.push(Bucket {
+                    timestamp_us: bucket,
+                    ..Bucket::default()
+                });
+            }
+            let b = want.last_mut().unwrap();
+            let idx = r.get::<_, i64>(2).unwrap() as usize;
+            if r.get::<_, i64>(1).unwrap() == 1 {
+                b.floats.insert(idx, r.get(3).unwrap());
+            } else {
+                let at = |c: usize| r.get::<_, f64>(c).unwrap();
+                b.locations.insert(
+                    idx,
+                    Location {
+                        latitude: at(5),
+                        longitude: at(6),
+                        hdop: at(7),
+                        heading: at(8),
+                    },
+                );
+            }
+        }
+        let what = format!("{from}..{to} every {interval_minutes} min, source {source:?}");
+        assert_eq!(got.len(), want.len(), "{what}: buckets");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.timestamp_us, w.timestamp_us, "{what}");
+            assert_eq!(
+                g.floats.keys().collect::<Vec<_>>(),
+                w.floats.keys().collect::<Vec<_>>(),
+                "{what}: bucket {}",
+                g.timestamp_us
+            );
+            for (i, v) in &g.floats {
+                let want = w.floats[i];
+                let close = (v - want).abs() <= 1e-9 * v.abs().max(want.abs()).max(1.0);
+                assert!(
+                    close,
+                    "{what}: bucket {} float {i}: {v} vs {want}",
+                    g.timestamp_us
+                );
+            }
+            assert_eq!(g.locations.len(), w.locations.len(), "{what}");
+            for (i, l) in &g.locations {
+                let want = w.locations[i];
+                let pairs = [
+                    (l.latitude, want.latitude),
+                    (l.longitude, want.longitude),
+                    (l.hdop, want.hdop),
+                    (l.heading, want.heading),
+                ];
+                assert!(
+                    pairs
+                        .iter()
+                        .all(|(a, b)| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)),
+                    "{what}: bucket {} location {i}: {l:?} vs {want:?}",
+                    g.timestamp_us
+                );
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared > 30, "only {compared} buckets compared");
 }

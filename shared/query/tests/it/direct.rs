@@ -4,9 +4,9 @@
 //! removed files; listings after a commit are refreshed, not reloaded. Deleted rows (delete
 //! files and the deletes DuckLake keeps in the catalog) are applied by the direct reads, which
 //! are asserted taken at every stage but the one with inlined rows. Covered: the `signals`
-//! aggregation, every statement of `segments` and `dailyActivity` (signals and events), latest
-//! values from `signals_latest` and from the recompute over `signals`, and event summaries from
-//! `events_latest`.
+//! aggregation (by its statement and in Rust), every statement of `segments` and
+//! `dailyActivity` (signals and events), latest values from `signals_latest` and from the
+//! recompute over `signals`, and event summaries from `events_latest`.
 
 use std::sync::Arc;
 
@@ -101,7 +101,7 @@ fn requests(f: &Fixture) -> Vec<AggregateRequest> {
     let mut out = Vec::new();
     for subject in &f.subjects {
         for (from_us, to_us, interval_us) in windows {
-            out.push(AggregateRequest {
+            let request = AggregateRequest {
                 subject: subject.clone(),
                 source: None,
                 interval_us,
@@ -130,7 +130,14 @@ fn requests(f: &Fixture) -> Vec<AggregateRequest> {
                         filter: None,
                     })
                     .collect(),
+            };
+            // Without string aliases the engine answers in Rust over one read of the rows
+            // (module `fold`); with them, by the one statement.
+            out.push(AggregateRequest {
+                strings: Vec::new(),
+                ..request.clone()
             });
+            out.push(request);
         }
     }
     out
