@@ -6,8 +6,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use dq_lake::testing::{Backend, TestLake};
 use dq_query::activity::{DailyActivityQuery, LakeSource, SegmentsQuery};
 use dq_query::aggregate::{
-    aggregate_sql, AggregateRequest, Bucket, FloatAgg, FloatRequest, Location, LocationAgg,
-    LocationRequest,
+    aggregate_sql, AggregateRequest, Bucket, FloatRequest, Location, LocationAgg, LocationRequest,
 };
 use dq_query::segments::memory::MemorySource;
 use dq_query::segments::signals::{FloatAggregation, SignalRequest};
@@ -1169,14 +1168,7 @@ fn signals_aggregation_equals_the_sql_statement() {
     let conn = lake.connect().unwrap();
     let engine = Engine::new(t.open().unwrap());
     let us = |i: i64| m(i).timestamp_micros();
-    let floats = [
-        FloatAgg::Avg,
-        FloatAgg::Med,
-        FloatAgg::Max,
-        FloatAgg::Min,
-        FloatAgg::First,
-        FloatAgg::Last,
-    ];
+    let floats = crate::DETERMINISTIC_FLOATS;
     let mut compared = 0;
     for (from, to, interval_minutes, source) in [
         (0, 240, 60, None),

@@ -15,8 +15,7 @@ use dq_lake::testing::{Backend, TestLake};
 use dq_lake::{backend_tests, SharedLake};
 use dq_query::activity::{DailyActivityQuery, SegmentsQuery, Summary};
 use dq_query::aggregate::{
-    AggregateRequest, Bucket, FloatAgg, FloatRequest, LocationAgg, LocationRequest, StringAgg,
-    StringRequest,
+    AggregateRequest, Bucket, FloatRequest, LocationAgg, LocationRequest, StringAgg, StringRequest,
 };
 use dq_query::segments::signals::{FloatAggregation, SignalRequest};
 use dq_query::segments::{DailyActivityRequest, Mechanism, SegmentsRequest};
@@ -90,14 +89,7 @@ fn requests(f: &Fixture) -> Vec<AggregateRequest> {
         ),
         (end - 40 * day, end - 30 * day, day),
     ];
-    let floats = [
-        FloatAgg::Avg,
-        FloatAgg::Med,
-        FloatAgg::Max,
-        FloatAgg::Min,
-        FloatAgg::First,
-        FloatAgg::Last,
-    ];
+    let floats = crate::DETERMINISTIC_FLOATS;
     let mut out = Vec::new();
     for subject in &f.subjects {
         for (from_us, to_us, interval_us) in windows {

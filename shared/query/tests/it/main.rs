@@ -15,6 +15,17 @@ use dq_query::aggregate::{AggregateRequest, FloatAgg, FloatRequest, StringAgg, S
 use dq_query::Engine;
 use std::collections::BTreeMap;
 
+/// Every float aggregation whose answer is a function of the rows (all but `RAND`), for the
+/// tests that compare two engines' answers.
+pub(crate) const DETERMINISTIC_FLOATS: [FloatAgg; 6] = [
+    FloatAgg::Avg,
+    FloatAgg::Med,
+    FloatAgg::Max,
+    FloatAgg::Min,
+    FloatAgg::First,
+    FloatAgg::Last,
+];
+
 struct Row {
     subject: String,
     name: String,
@@ -105,21 +116,14 @@ async fn aggregations_and_latest_match_the_stored_rows() {
             interval_us: interval.num_microseconds().unwrap(),
             from_us: us(from),
             to_us: us(to),
-            floats: [
-                FloatAgg::Avg,
-                FloatAgg::Max,
-                FloatAgg::Min,
-                FloatAgg::First,
-                FloatAgg::Last,
-                FloatAgg::Med,
-            ]
-            .into_iter()
-            .map(|agg| FloatRequest {
-                name: "speed".into(),
-                agg,
-                filter: None,
-            })
-            .collect(),
+            floats: DETERMINISTIC_FLOATS
+                .into_iter()
+                .map(|agg| FloatRequest {
+                    name: "speed".into(),
+                    agg,
+                    filter: None,
+                })
+                .collect(),
             strings: vec![StringRequest {
                 name: "powertrainType".into(),
                 agg: StringAgg::Unique,
