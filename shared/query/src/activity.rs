@@ -10,7 +10,7 @@
 //! statement than the work needs (the ignition transitions, the per-range aggregates and event
 //! counts), the statement is a plain read and Rust computes the answer: the ignition
 //! transitions by the reference definition (`dq_segments::reference`), the summaries in module
-//! `ranges`, both R1-deduplicating by `dq_tables::keys::read_tiebreak`. Every statement reads
+//! `fold`, both R1-deduplicating by `dq_tables::keys::read_tiebreak`. Every statement reads
 //! the subject's bucket's files directly where the request's snapshot allows it
 //! ([`Engine::rows_of`]), and all of them read that one snapshot.
 
@@ -263,7 +263,7 @@ fn covering(sets: &[&[(i64, i64)]]) -> Option<(i64, i64)> {
 /// The subject's rows that the summaries of one request read, read once for all of its range
 /// sets (a `dailyActivity` summarises its segments and its days from the same rows): the
 /// signal rows of the requested names and the event rows over one window, not deduplicated,
-/// as DuckDB returned them. Module `ranges` aggregates and counts them.
+/// as DuckDB returned them. Module `fold` aggregates and counts them.
 #[derive(Default)]
 struct SummaryRows {
     /// The signal names read; a signal row's first column is its index here.
@@ -662,6 +662,22 @@ fn ranges_us(ranges: &[TimeRange]) -> Vec<(i64, i64)> {
     ranges.iter().map(|r| (us(r.start), us(r.end))).collect()
 }
 
+/// The µs ranges a segment list's summaries read: its signal summaries' and its event counts'
+/// (both empty for no segments).
+struct SegmentRanges {
+    summary: Vec<(i64, i64)>,
+    counts: Vec<(i64, i64)>,
+}
+
+impl SegmentRanges {
+    fn of(list: &dq_segments::SegmentList) -> Self {
+        SegmentRanges {
+            summary: ranges_us(&list.summary_ranges()),
+            counts: ranges_us(&list.event_count_ranges()),
+        }
+    }
+}
+
 impl Engine {
     /// Signals (merged requests) and event counts for every range, plus FIRST/LAST fixes,
     /// from the request's `rows` whatever the number of ranges.
@@ -747,11 +763,13 @@ impl Engine {
         dq_segments::segments(&LakeSource::new(self), request, now).map_err(map_segments_error)
     }
 
-    /// Summarises the detected segments of `list` from the request's `rows`.
+    /// Summarises the detected segments of `list` (whose ranges are `ranges`) from the
+    /// request's `rows`.
     fn summarize_segments(
         &self,
         subject: &str,
         list: &dq_segments::SegmentList,
+        ranges: &SegmentRanges,
         requests: &[SignalRequest],
         event_names: &[String],
         rows: &SummaryRows,
@@ -759,13 +777,8 @@ impl Engine {
         if list.segments.is_empty() {
             return Ok(Vec::new());
         }
-        let sums = Self::summarize_ranges(
-            rows,
-            &ranges_us(&list.summary_ranges()),
-            &ranges_us(&list.event_count_ranges()),
-            requests,
-            event_names,
-        )?;
+        let sums =
+            Self::summarize_ranges(rows, &ranges.summary, &ranges.counts, requests, event_names)?;
         // Slots 2i = start, 2i+1 = end (a located end for an ongoing segment is never used).
         let mut slots: Vec<(i64, Option<Location>)> = Vec::with_capacity(2 * list.segments.len());
         for (i, s) in list.segments.iter().enumerate() {
@@ -810,17 +823,21 @@ impl Engine {
             return Ok(Vec::new());
         }
         let requests = merge_signal_requests(list.mechanism, &q.signal_requests);
-        let window = covering(&[
-            &ranges_us(&list.summary_ranges()),
-            &ranges_us(&list.event_count_ranges()),
-        ]);
+        let ranges = SegmentRanges::of(&list);
         let rows = self.summary_rows(
             &q.request.subject,
-            window,
+            covering(&[&ranges.summary, &ranges.counts]),
             summary_signal_names(&[&requests]),
             Some(&q.event_names),
         )?;
-        self.summarize_segments(&q.request.subject, &list, &requests, &q.event_names, &rows)
+        self.summarize_segments(
+            &q.request.subject,
+            &list,
+            &ranges,
+            &requests,
+            &q.event_names,
+            &rows,
+        )
     }
 
     /// The `dailyActivity` query: validated days in the IANA zone, the
@@ -837,24 +854,18 @@ impl Engine {
         let requests = merge_signal_requests(q.request.mechanism, &q.signal_requests);
         let day_ranges: Vec<(i64, i64)> =
             plan.days.iter().map(|d| (us(d.start), us(d.end))).collect();
-        let (summary_ranges, count_ranges) = if list.segments.is_empty() {
-            (Vec::new(), Vec::new())
-        } else {
-            (
-                ranges_us(&list.summary_ranges()),
-                ranges_us(&list.event_count_ranges()),
-            )
-        };
+        let ranges = SegmentRanges::of(&list);
         // One read of the rows serves the segments' summaries and the days'.
         let rows = self.summary_rows(
             &plan.segments.subject,
-            covering(&[&summary_ranges, &count_ranges, &day_ranges]),
+            covering(&[&ranges.summary, &ranges.counts, &day_ranges]),
             summary_signal_names(&[&segment_requests, &requests]),
             Some(&q.event_names),
         )?;
         let segs = self.summarize_segments(
             &plan.segments.subject,
             &list,
+            &ranges,
             &segment_requests,
             &q.event_names,
             &rows,

@@ -171,6 +171,21 @@ impl AggregateRequest {
     fn is_empty(&self) -> bool {
         self.floats.is_empty() && self.strings.is_empty() && self.locations.is_empty()
     }
+
+    /// The predicate of the rows every alias reads: the subject (and its bucket), the source
+    /// when given, the time window.
+    fn rows_filter(&self) -> Result<String> {
+        let mut filter = vec![subject_predicate(&self.subject)];
+        if let Some(src) = &self.source {
+            filter.push(format!("source = {}", quote(&source_address(src)?)));
+        }
+        filter.push(format!(
+            "\"timestamp\" >= {} AND \"timestamp\" < {}",
+            ts_lit(self.from_us),
+            ts_lit(self.to_us)
+        ));
+        Ok(filter.join(" AND "))
+    }
 }
 
 pub(crate) fn float_expr(agg: FloatAgg) -> &'static str {
@@ -256,19 +271,13 @@ pub fn aggregate_sql(req: &AggregateRequest) -> Result<AggregateSql> {
         names.insert(r.name.as_str());
     }
 
-    // Restrictions inside the dedup (before the window function): subject + bucket, source,
-    // requested names, the time window.
-    let mut inner = vec![subject_predicate(&req.subject)];
-    if let Some(src) = &req.source {
-        inner.push(format!("source = {}", quote(&source_address(src)?)));
-    }
+    // Restrictions inside the dedup (before the window function): the request's rows, the
+    // requested names.
     let names: Vec<String> = names.iter().map(|n| quote(n)).collect();
-    inner.push(format!("name IN ({})", names.join(", ")));
-    inner.push(format!(
-        "\"timestamp\" >= {} AND \"timestamp\" < {}",
-        ts_lit(req.from_us),
-        ts_lit(req.to_us)
-    ));
+    let inner = [
+        req.rows_filter()?,
+        format!("name IN ({})", names.join(", ")),
+    ];
 
     let mut float_preds = Vec::new();
     for (i, r) in req.floats.iter().enumerate() {
@@ -447,16 +456,7 @@ impl Engine {
             .iter()
             .map(|l| (index(&l.name), l.agg))
             .collect();
-        let mut filter = vec![subject_predicate(&req.subject)];
-        if let Some(src) = &req.source {
-            filter.push(format!("source = {}", quote(&source_address(src)?)));
-        }
-        filter.push(format!(
-            "\"timestamp\" >= {} AND \"timestamp\" < {}",
-            ts_lit(req.from_us),
-            ts_lit(req.to_us)
-        ));
-        let filter = filter.join(" AND ");
+        let filter = req.rows_filter()?;
         let batches = self.read_of(
             "aggregate signal rows",
             FileTable::Signals,

@@ -294,12 +294,12 @@ pub(crate) fn fold(
 ) -> Vec<(i64, Answer)> {
     // Rows without a label first go, then the rest in (name, time) order, so that the rows of
     // one read key are adjacent (R1 keeps the tie-break's winner of each run) and each group is
-    // fed in time order. Sorting small keys, not the rows, keeps the sort cheap.
-    let mut order: Vec<(usize, i64, u32)> = rows
+    // fed in time order. Sorting small keys, not the rows, keeps the sort cheap; the label, a
+    // function of the time, rides along.
+    let mut order: Vec<(usize, i64, u32, i64)> = rows
         .iter()
         .zip(0u32..)
-        .filter(|(r, _)| label(r.ts).is_some())
-        .map(|(r, i)| (r.name, r.ts, i))
+        .filter_map(|(r, i)| label(r.ts).map(|l| (r.name, r.ts, i, l)))
         .collect();
     order.sort_unstable();
     let medians: Vec<bool> = (0..names)
@@ -320,7 +320,7 @@ pub(crate) fn fold(
         else {
             continue;
         };
-        let Some(key) = label(row.ts).map(|l| (l, row.name)) else {
+        let Some(key) = run.first().map(|k| (k.3, row.name)) else {
             continue;
         };
         let at = match current {
