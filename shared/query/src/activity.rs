@@ -4,11 +4,13 @@
 //! put the pure detectors of crate `segments` together with those summaries.
 //!
 //! Statement budget per request (independent of how many segments or days there are):
-//! detection (one statement for ignition), one read of the summary signal rows and one of the
-//! event rows — shared by a `dailyActivity`'s segments and days —, and one batched LocationsAt
-//! per summarised range set. Where DuckDB took longer to plan and run a small analytic
-//! statement than the work needs (the ignition transitions, the per-range aggregates and event
-//! counts), the statement is a plain read and Rust computes the answer: the ignition
+//! detection, one read of the summary signal rows and one of the event rows — shared by a
+//! `dailyActivity`'s segments and days —, and one batched LocationsAt per summarised range set.
+//! For IGNITION_DETECTION the detection's readings and the summary signal rows are one
+//! statement (`Engine::ignition_read_ahead`): the subject's files are opened once for both.
+//! Where DuckDB took longer to plan and run a small analytic statement than the work needs (the
+//! ignition transitions, the per-range aggregates and event counts), the statement is a plain
+//! read and Rust computes the answer: the ignition
 //! transitions by the reference definition (`dq_segments::reference`), the summaries in module
 //! `fold`, both R1-deduplicating by `dq_tables::keys::read_tiebreak`. Every statement reads
 //! the subject's bucket's files directly where the request's snapshot allows it
@@ -27,8 +29,8 @@ use dq_segments::signals::{
 };
 use dq_segments::source::{IGNITION_LOOKBACK_DAYS, IGNITION_SIGNAL};
 use dq_segments::{
-    ActiveWindow, DailyActivityRequest, DayWindow, LevelSample, Segment, SegmentsRequest,
-    SignalSource, StateChange, TimeRange, Ts, WindowSpec,
+    ActiveWindow, DailyActivityRequest, DayWindow, LevelSample, Mechanism, Segment,
+    SegmentsRequest, SignalSource, StateChange, TimeRange, Ts, WindowSpec,
 };
 use dq_tables::keys::{read_tiebreak, signals_deduped_from, READ_TIEBREAK};
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,18 +61,77 @@ fn deduped(relation: &str, subject: &str, pred: &str, from_us: i64, to_us: i64) 
     )
 }
 
-/// The DuckDB [`SignalSource`]: every method is one statement (ignition: plus the
-/// synthetic-ON probe when no transition exists) on one of the engine's pooled connections.
+/// The DuckDB [`SignalSource`]: every method is one statement on one of the engine's pooled
+/// connections, except the ignition transitions of a detection whose read was done ahead.
 #[derive(Debug, Clone, Copy)]
 pub struct LakeSource<'a> {
     engine: &'a Engine,
+    ignition: Option<&'a IgnitionAhead>,
 }
 
 impl<'a> LakeSource<'a> {
     /// A source reading through `engine`.
     pub fn new(engine: &'a Engine) -> Self {
-        LakeSource { engine }
+        LakeSource {
+            engine,
+            ignition: None,
+        }
     }
+}
+
+/// The ignition transitions of one detection (`subject`, `[from, to)`), computed from rows read
+/// together with the summaries' ([`Engine::ignition_read_ahead`]).
+#[derive(Debug)]
+struct IgnitionAhead {
+    subject: String,
+    from: Ts,
+    to: Ts,
+    changes: Vec<StateChange>,
+}
+
+/// Signal rows read before detection, over `window` (µs), for `signal_names` (a row's first
+/// column is its index there), to serve the summaries when their window lies inside it.
+struct SummaryAhead {
+    window: (i64, i64),
+    signal_names: Vec<String>,
+    signals: Vec<RecordBatch>,
+}
+
+impl SummaryAhead {
+    /// Whether these rows are every row of `names` over `window`.
+    fn serves(&self, window: (i64, i64), names: &BTreeSet<&str>) -> bool {
+        self.window.0 <= window.0
+            && window.1 <= self.window.1
+            && names
+                .iter()
+                .all(|n| self.signal_names.iter().any(|have| have == n))
+    }
+}
+
+/// The ignition transitions over `[from, to)` from the readings `rows` (µs, value,
+/// cloud_event_id): those at or after `lookback_us` (the look-back window's) R1-deduplicated,
+/// the one before it as `prior`, then the reference definition.
+fn ignition_changes<'r>(
+    rows: impl Iterator<Item = (i64, f64, &'r str)>,
+    lookback_us: i64,
+    from: Ts,
+    to: Ts,
+) -> Vec<StateChange> {
+    let (mut recent, before): (Vec<_>, Vec<_>) = rows.partition(|r| r.0 >= lookback_us);
+    let prior = before.first().map(|r| r.1);
+    recent.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| read_tiebreak(a.2, b.2)));
+    recent.dedup_by_key(|r| r.0);
+    let readings: Vec<LevelSample> = recent
+        .iter()
+        .map(|(t, v, _)| LevelSample::new(ts(*t), *v))
+        .collect();
+    dq_segments::reference::ignition_state_changes(prior, &readings, from, to)
+}
+
+/// Where the look-back of a detection from `from` starts (µs): it reads the ignition readings
+/// from there on, and the latest one before (`prior`).
+fn ignition_lookback_us(from: Ts) -> i64 {
+    us(from) - IGNITION_LOOKBACK_DAYS * 86_400 * 1_000_000
 }
 
 impl SignalSource for LakeSource<'_> {
@@ -142,12 +203,18 @@ impl SignalSource for LakeSource<'_> {
         )
     }
 
-    /// One read of the ignition readings — the look-back window's, and the latest one before
-    /// it from any time (`prior`) — R1-deduplicated here, then the reference definition
-    /// (`dq_segments::reference::ignition_state_changes`) over them: the transitions, and the
+    /// The transitions read ahead with the summaries' rows when this is their detection;
+    /// else one read of the ignition readings — the look-back window's, and the latest one
+    /// before it from any time (`prior`) — then [`ignition_changes`]: the transitions, and the
     /// synthetic ON when there are none and the last reading is ON.
     fn ignition_state_changes(&self, subject: &str, from: Ts, to: Ts) -> Result<Vec<StateChange>> {
-        let lookback = us(from) - IGNITION_LOOKBACK_DAYS * 86_400 * 1_000_000;
+        if let Some(a) = self
+            .ignition
+            .filter(|a| a.subject == subject && a.from == from && a.to == to)
+        {
+            return Ok(a.changes.clone());
+        }
+        let lookback = ignition_lookback_us(from);
         let name = quote(IGNITION_SIGNAL);
         let readings = |relation: &str, window: &str| {
             format!(
@@ -181,17 +248,11 @@ impl SignalSource for LakeSource<'_> {
             params![subject, subject],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        let (mut recent, before): (Vec<_>, Vec<_>) =
-            rows.into_iter().partition(|r| r.0 >= lookback);
-        let prior = before.first().map(|r| r.1);
-        recent.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| read_tiebreak(&a.2, &b.2)));
-        recent.dedup_by_key(|r| r.0);
-        let readings: Vec<LevelSample> = recent
-            .iter()
-            .map(|(t, v, _)| LevelSample::new(ts(*t), *v))
-            .collect();
-        Ok(dq_segments::reference::ignition_state_changes(
-            prior, &readings, from, to,
+        Ok(ignition_changes(
+            rows.iter().map(|(t, v, id)| (*t, *v, id.as_str())),
+            lookback,
+            from,
+            to,
         ))
     }
 
@@ -341,16 +402,25 @@ impl Engine {
     /// The rows the summaries of a request read over `window` (module docs): the signal rows
     /// of `signal_names` (none read when empty) and, with `event_names`, the event rows
     /// (restricted to those names when non-empty). Two statements at most.
+    /// Signal rows read `ahead` serve when they hold every row of `signal_names` over `window`.
     fn summary_rows(
         &self,
         subject: &str,
         window: Option<(i64, i64)>,
         signal_names: BTreeSet<&str>,
         event_names: Option<&[String]>,
+        ahead: Option<SummaryAhead>,
     ) -> Result<SummaryRows> {
         let Some((from, to)) = window else {
             return Ok(SummaryRows::default());
         };
+        if let Some(ahead) = ahead.filter(|a| a.serves((from, to), &signal_names)) {
+            let mut rows =
+                self.summary_rows(subject, window, BTreeSet::new(), event_names, None)?;
+            rows.signal_names = ahead.signal_names;
+            rows.signals = ahead.signals;
+            return Ok(rows);
+        }
         let in_window = format!(
             "{} AND \"timestamp\" >= {} AND \"timestamp\" < {}",
             subject_predicate(subject),
@@ -418,7 +488,7 @@ impl Engine {
             .map(|(n, _)| n.as_str())
             .chain(locations.iter().map(|(n, _)| n.as_str()))
             .collect();
-        self.summary_rows(subject, covering(&[ranges]), names, None)?
+        self.summary_rows(subject, covering(&[ranges]), names, None, None)?
             .aggregate(ranges, floats, locations)
     }
 
@@ -433,8 +503,14 @@ impl Engine {
         ranges: &[(i64, i64)],
         names: &[String],
     ) -> Result<Vec<BTreeMap<String, i64>>> {
-        self.summary_rows(subject, covering(&[ranges]), BTreeSet::new(), Some(names))?
-            .event_counts(ranges)
+        self.summary_rows(
+            subject,
+            covering(&[ranges]),
+            BTreeSet::new(),
+            Some(names),
+            None,
+        )?
+        .event_counts(ranges)
     }
 
     /// Batched LocationsAt: for every probe time, the nearest real
@@ -758,9 +834,100 @@ impl Engine {
         }
     }
 
-    /// The segments of `request` (detection through [`LakeSource`]).
-    fn detect(&self, request: &SegmentsRequest, now: Ts) -> Result<dq_segments::SegmentList> {
-        dq_segments::segments(&LakeSource::new(self), request, now).map_err(map_segments_error)
+    /// The segments of `request` (detection through [`LakeSource`]), and for
+    /// IGNITION_DETECTION the rows of `summary_names` over the request's window, read in the
+    /// same statement as the ignition readings: one scan of the subject's files serves both.
+    fn detect(
+        &self,
+        request: &SegmentsRequest,
+        now: Ts,
+        summary_names: &BTreeSet<&str>,
+    ) -> Result<(dq_segments::SegmentList, Option<SummaryAhead>)> {
+        if request.mechanism != Mechanism::IgnitionDetection {
+            let list = dq_segments::segments(&LakeSource::new(self), request, now)
+                .map_err(map_segments_error)?;
+            return Ok((list, None));
+        }
+        let to = dq_segments::validate_segments_request(request, now)
+            .map_err(|v| Error::BadRequest(v.to_string()))?;
+        let (ignition, ahead) =
+            self.ignition_read_ahead(&request.subject, request.from, to, summary_names)?;
+        let source = LakeSource {
+            engine: self,
+            ignition: Some(&ignition),
+        };
+        let list = dq_segments::segments(&source, request, now).map_err(map_segments_error)?;
+        Ok((list, Some(ahead)))
+    }
+
+    /// One statement for a detection's ignition readings (as
+    /// [`LakeSource`]'s `ignition_state_changes` reads them) and the rows of `names` over
+    /// `[from, to)` (as [`Engine::summary_rows`] reads them): the rows of both, told apart
+    /// here by name, time and value.
+    fn ignition_read_ahead(
+        &self,
+        subject: &str,
+        from: Ts,
+        to: Ts,
+        names: &BTreeSet<&str>,
+    ) -> Result<(IgnitionAhead, SummaryAhead)> {
+        let lookback = ignition_lookback_us(from);
+        let mut list: Vec<&str> = names.iter().copied().collect();
+        if !names.contains(IGNITION_SIGNAL) {
+            list.push(IGNITION_SIGNAL);
+        }
+        let ignition = list
+            .iter()
+            .position(|n| *n == IGNITION_SIGNAL)
+            .and_then(|i| i32::try_from(i).ok())
+            .unwrap_or_default();
+        let name = quote(IGNITION_SIGNAL);
+        let (lb, from_lit, to_lit) = (ts_lit(lookback), ts_lit(us(from)), ts_lit(us(to)));
+        let reading = format!("name = {name} AND value_number IS NOT NULL");
+        let recent = format!(
+            "{} AND \"timestamp\" >= {lb} AND \"timestamp\" < {to_lit} \
+             AND (\"timestamp\" >= {from_lit} OR ({reading}))",
+            subject_predicate(subject)
+        );
+        let sql = |[window, before]: &[String; 2]| {
+            format!(
+                "{} UNION ALL (SELECT {ignition}::INTEGER, epoch_us(\"timestamp\"), {READ_TIEBREAK}, \
+                 value_number, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE FROM {before} \
+                 WHERE {} AND {reading} AND \"timestamp\" < {lb} \
+                 ORDER BY \"timestamp\" DESC, {READ_TIEBREAK} LIMIT 1)",
+                signal_rows_sql(window, &recent, &list, true),
+                subject_predicate(subject),
+            )
+        };
+        let signals: Vec<RecordBatch> = self.read_of(
+            "ignition and summary signal rows",
+            FileTable::Signals,
+            subject,
+            [(lookback, us(to)), (i64::MIN, lookback)],
+            sql,
+            |stmt| Ok(stmt.query_arrow(params![subject, subject])?.collect()),
+        )?;
+        let rows = signal_rows(&signals).map_err(SummaryRows::malformed)?;
+        let index = usize::try_from(ignition).unwrap_or_default();
+        let readings = rows.iter().filter_map(|r| {
+            // The summaries' rows may hold NULL ignition values: no readings.
+            let value = r.value.filter(|_| r.name == index)?;
+            Some((r.ts, value, r.cloud_event_id))
+        });
+        let changes = IgnitionAhead {
+            subject: subject.to_owned(),
+            from,
+            to,
+            changes: ignition_changes(readings, lookback, from, to),
+        };
+        Ok((
+            changes,
+            SummaryAhead {
+                window: (us(from), us(to)),
+                signal_names: list.into_iter().map(str::to_owned).collect(),
+                signals,
+            },
+        ))
     }
 
     /// Summarises the detected segments of `list` (whose ranges are `ranges`) from the
@@ -818,17 +985,19 @@ impl Engine {
     /// # Errors
     /// [`Error::BadRequest`] for invalid requests, database failures.
     pub fn segments(&self, q: &SegmentsQuery, now: Ts) -> Result<Vec<SegmentSummary>> {
-        let list = self.detect(&q.request, now)?;
+        let requests = merge_signal_requests(q.request.mechanism, &q.signal_requests);
+        let names = summary_signal_names(&[&requests]);
+        let (list, ahead) = self.detect(&q.request, now, &names)?;
         if list.segments.is_empty() {
             return Ok(Vec::new());
         }
-        let requests = merge_signal_requests(list.mechanism, &q.signal_requests);
         let ranges = SegmentRanges::of(&list);
         let rows = self.summary_rows(
             &q.request.subject,
             covering(&[&ranges.summary, &ranges.counts]),
-            summary_signal_names(&[&requests]),
+            names,
             Some(&q.event_names),
+            ahead,
         )?;
         self.summarize_segments(
             &q.request.subject,
@@ -849,9 +1018,10 @@ impl Engine {
     pub fn daily_activity(&self, q: &DailyActivityQuery, now: Ts) -> Result<Vec<DaySummary>> {
         let plan = dq_segments::plan_daily_activity(&q.request, now)
             .map_err(|v| Error::BadRequest(v.to_string()))?;
-        let list = self.detect(&plan.segments, now)?;
-        let segment_requests = merge_signal_requests(list.mechanism, &q.signal_requests);
+        let segment_requests = merge_signal_requests(plan.segments.mechanism, &q.signal_requests);
         let requests = merge_signal_requests(q.request.mechanism, &q.signal_requests);
+        let names = summary_signal_names(&[&segment_requests, &requests]);
+        let (list, ahead) = self.detect(&plan.segments, now, &names)?;
         let day_ranges: Vec<(i64, i64)> =
             plan.days.iter().map(|d| (us(d.start), us(d.end))).collect();
         let ranges = SegmentRanges::of(&list);
@@ -859,8 +1029,9 @@ impl Engine {
         let rows = self.summary_rows(
             &plan.segments.subject,
             covering(&[&ranges.summary, &ranges.counts, &day_ranges]),
-            summary_signal_names(&[&segment_requests, &requests]),
+            names,
             Some(&q.event_names),
+            ahead,
         )?;
         let segs = self.summarize_segments(
             &plan.segments.subject,

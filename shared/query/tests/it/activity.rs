@@ -9,7 +9,7 @@ use dq_query::aggregate::{
     aggregate_sql, AggregateRequest, Bucket, FloatRequest, Location, LocationAgg, LocationRequest,
 };
 use dq_query::segments::memory::MemorySource;
-use dq_query::segments::signals::{FloatAggregation, SignalRequest};
+use dq_query::segments::signals::{merge_signal_requests, FloatAggregation, SignalRequest};
 use dq_query::segments::source::{
     ENGINE_SPEED_SIGNAL, FUEL_LEVEL_SIGNAL, IGNITION_SIGNAL, ODOMETER_SIGNAL, SOC_SIGNAL,
 };
@@ -477,8 +477,8 @@ fn summaries_on(backend: Backend) {
         ]
     );
     assert_eq!(out[1].summary.event_counts[0].1, 0);
-    // Detection 1 + aggregation 1 + event counts 1 + one batched LocationsAt.
-    assert_eq!(l.engine.reads() - reads, 4);
+    // Detection with the aggregation's rows 1 + event counts 1 + one batched LocationsAt.
+    assert_eq!(l.engine.reads() - reads, 3);
     // No eventRequests: every present name.
     let q = SegmentsQuery {
         event_names: vec![],
@@ -644,8 +644,8 @@ fn gap_fill_and_summaries_cost_constant_statements() {
     assert!(n_big > 10 * n_small);
     assert_eq!(c_small, c_big, "statements must not grow with segments");
     assert_eq!(
-        c_big, 4,
-        "transitions + signal rows + event rows + LocationsAt"
+        c_big, 3,
+        "ignition readings with the signal rows + event rows + LocationsAt"
     );
 
     // dailyActivity: 3 days vs 31 days cost the same (both gap-fill empty days).
@@ -675,8 +675,9 @@ fn gap_fill_and_summaries_cost_constant_statements() {
     assert_eq!((d_small, d_big), (3, 31));
     assert_eq!(dc_small, dc_big, "statements must not grow with days");
     assert_eq!(
-        dc_big, 5,
-        "transitions + signal rows + event rows + LocationsAt for the segments and for the days"
+        dc_big, 4,
+        "ignition readings with the signal rows + event rows + LocationsAt for the segments and \
+         for the days"
     );
 }
 
@@ -746,11 +747,9 @@ fn daily_activity_across_dst_changes_in_berlin() {
 
 // ---------------------------------------------------------------- conformance sweep
 
-/// A deterministic pseudo-random day of mixed signals: every mechanism over several ranges
-/// gives the same segments through DuckDB as through the reference source, and the batched
-/// LocationsAt equals one lookup per point.
-#[test]
-fn duckdb_source_matches_the_reference_on_mixed_data() {
+/// A deterministic pseudo-random day of mixed signals (each numeric row redelivered under a
+/// later-sorting id with the value 9999, which R1 deduplication drops).
+fn mixed_rows() -> Rows {
     let mut seed: u64 = 0x5eed;
     let mut next = move |n: u64| {
         seed = seed
@@ -800,6 +799,15 @@ fn duckdb_source_matches_the_reference_on_mixed_data() {
             rows.fix(t + TimeDelta::seconds(50), 45.0, 7.0 + minute as f64 / 1e4);
         }
     }
+    rows
+}
+
+/// A deterministic pseudo-random day of mixed signals: every mechanism over several ranges
+/// gives the same segments through DuckDB as through the reference source, and the batched
+/// LocationsAt equals one lookup per point.
+#[test]
+fn duckdb_source_matches_the_reference_on_mixed_data() {
+    let rows = mixed_rows();
     let l = lab(&rows);
     let mut counts = std::collections::BTreeMap::new();
     for (from, to, now) in [(0, 900, 100_000), (100, 700, 650)] {
@@ -825,6 +833,121 @@ fn duckdb_source_matches_the_reference_on_mixed_data() {
         assert_eq!(&l.engine.locations_at(SUBJECT, &[*p]).unwrap()[0], b);
     }
     assert!(batched.iter().any(Option::is_some) && batched.iter().any(Option::is_none));
+}
+
+/// IGNITION_DETECTION reads its ignition readings and the summaries' signal rows in one
+/// statement. Its segments and their signal summaries equal what detection through the plain
+/// source and the ranges aggregation, each reading on its own, give: over windows whose
+/// segments all start inside them (the rows read ahead serve the summaries) and windows with a
+/// segment started before them (the summaries read their own rows), on redelivered rows; and
+/// the read ahead saves a statement.
+#[test]
+fn one_read_serves_ignition_detection_and_summaries() {
+    let mut rows = mixed_rows();
+    // Speed at every minute, where ignition changes: a window can start on a row that counts.
+    for minute in -60..960 {
+        rows.num("speed", m(minute), (minute % 13) as f64);
+    }
+    let l = lab(&rows);
+    let client = [
+        SignalRequest::new("speed", FloatAggregation::Avg),
+        SignalRequest::new(FUEL_LEVEL_SIGNAL, FloatAggregation::Max),
+        SignalRequest::new(IGNITION_SIGNAL, FloatAggregation::Min),
+    ];
+    let requests = merge_signal_requests(Mechanism::IgnitionDetection, &client);
+    let floats: Vec<(String, FloatAggregation)> =
+        requests.iter().map(|r| (r.name.clone(), r.agg)).collect();
+    let now = m(100_000);
+    let whole = |from, to| SegmentsRequest {
+        limit: None,
+        ..SegmentsRequest::new(SUBJECT, from, to, Mechanism::IgnitionDetection)
+    };
+    // Windows starting on a segment's start, where a row sits on the boundary.
+    let starts: Vec<DateTime<Utc>> =
+        dq_query::segments::segments(&LakeSource::new(&l.engine), &whole(m(0), m(900)), now)
+            .unwrap()
+            .segments
+            .iter()
+            .map(|s| s.start)
+            .collect();
+    assert!(starts.len() > 4);
+    let mut windows = vec![
+        (m(0), m(900)),
+        (m(-60), m(960)),
+        (m(100), m(700)),
+        (m(333), m(901)),
+    ];
+    windows.extend([
+        (starts[2], m(900)),
+        (starts[3], starts[4]),
+        (m(512), m(513)),
+    ]);
+    let (mut served, mut own_read) = (0, 0);
+    for (from, to) in windows {
+        let request = whole(from, to);
+        let q = SegmentsQuery {
+            request: request.clone(),
+            signal_requests: client.to_vec(),
+            event_names: vec![],
+        };
+        let before = l.engine.reads();
+        let got = l.engine.segments(&q, now).unwrap();
+        let statements = l.engine.reads() - before;
+
+        let before = l.engine.reads();
+        let list =
+            dq_query::segments::segments(&LakeSource::new(&l.engine), &request, now).unwrap();
+        let segments: Vec<Segment> = got.iter().map(|s| s.segment).collect();
+        assert_eq!(segments, list.segments, "[{from}, {to})");
+        let ranges: Vec<(i64, i64)> = list
+            .summary_ranges()
+            .iter()
+            .map(|r| (r.start.timestamp_micros(), r.end.timestamp_micros()))
+            .collect();
+        let want = l
+            .engine
+            .ranges_aggregate(SUBJECT, &ranges, &floats, &[])
+            .unwrap();
+        let apart = l.engine.reads() - before;
+        assert_eq!(got.len(), want.len());
+        for (s, w) in got.iter().zip(&want) {
+            let mut expected: Vec<(String, FloatAggregation, f64)> = w
+                .floats
+                .iter()
+                .map(|(i, v)| (requests[*i].name.clone(), requests[*i].agg, *v))
+                .collect();
+            expected.sort_by(|a, b| (&a.0, a.1.as_str()).cmp(&(&b.0, b.1.as_str())));
+            let summary: Vec<(String, FloatAggregation, f64)> = s
+                .summary
+                .signals
+                .iter()
+                .map(|v| (v.name.clone(), v.agg, v.value))
+                .collect();
+            assert_eq!(
+                summary, expected,
+                "[{from}, {to}) segment at {}",
+                s.segment.start
+            );
+        }
+        if got.is_empty() {
+            continue;
+        }
+        assert_eq!(
+            apart, 2,
+            "[{from}, {to}): transitions + signal rows, each its own read"
+        );
+        if got.iter().any(|s| s.segment.start < from) {
+            own_read += 1;
+        } else {
+            served += 1;
+            // Read ahead, events and, at most, LocationsAt: never a second signal read.
+            assert!(statements <= 3, "[{from}, {to}): {statements} statements");
+        }
+    }
+    assert!(
+        served > 0 && own_read > 0,
+        "{served} served, {own_read} read their own rows"
+    );
 }
 
 // ---------------------------------------------------------------- ranges statements
