@@ -53,6 +53,10 @@ const MAX_UNPARTITIONED: usize = 32;
 /// control character no partition value of ours holds (`chr(31)` in SQL).
 const SEP: char = '\u{1f}';
 
+/// The `read_parquet` option of every direct read: the paths' `key=value` directories are not
+/// columns (the files hold every column of the table, partition keys included).
+const NO_HIVE: &str = "hive_partitioning = false";
+
 /// How a table read directly is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TableSpec {
@@ -277,7 +281,10 @@ impl Listing {
     }
 
     /// The relation `files` (from [`Listing::select`]) hold for `table`: `read_parquet` over
-    /// them, each file with deletes read alone with its deleted row positions skipped.
+    /// them, each file with deletes read alone with its deleted row positions skipped. The
+    /// files hold every column of the table, partition keys included, so the `key=value`
+    /// directories of their paths are not parsed into columns (`hive_partitioning = false`:
+    /// a quarter of a 30-file read's time otherwise).
     fn relation(&self, spec: &TableSpec, files: &[&DataFile]) -> String {
         if files.is_empty() {
             return spec.empty();
@@ -290,17 +297,20 @@ impl Listing {
             paths.join(", ")
         };
         if dirty.is_empty() {
-            return format!("read_parquet([{}])", list(&clean));
+            return format!("read_parquet([{}], {NO_HIVE})", list(&clean));
         }
         let mut parts = Vec::new();
         if !clean.is_empty() {
-            parts.push(format!("SELECT * FROM read_parquet([{}])", list(&clean)));
+            parts.push(format!(
+                "SELECT * FROM read_parquet([{}], {NO_HIVE})",
+                list(&clean)
+            ));
         }
         for f in dirty {
             let mut skipped = Vec::new();
             if let Some(deletes) = &f.deletes {
                 skipped.push(format!(
-                    "file_row_number NOT IN (SELECT pos FROM read_parquet({}))",
+                    "file_row_number NOT IN (SELECT pos FROM read_parquet({}, {NO_HIVE}))",
                     quote(deletes)
                 ));
             }
@@ -309,8 +319,8 @@ impl Listing {
                 skipped.push(format!("file_row_number NOT IN ({})", list.join(", ")));
             }
             parts.push(format!(
-                "SELECT * EXCLUDE (file_row_number) FROM read_parquet({}, file_row_number = true) \
-                 WHERE {}",
+                "SELECT * EXCLUDE (file_row_number) FROM read_parquet({}, {NO_HIVE}, \
+                 file_row_number = true) WHERE {}",
                 quote(&f.path),
                 skipped.join(" AND ")
             ));
@@ -1173,14 +1183,18 @@ mod tests {
         with_inlined.id = 2;
         l.inlined_deletes = Arc::new(HashMap::from([(2, vec![3, 9])]));
         let clean = file("g", Some((2025, 6, 2)), true);
-        assert_eq!(l.relation(&SIGNALS, &[&clean]), "read_parquet(['g'])");
+        assert_eq!(
+            l.relation(&SIGNALS, &[&clean]),
+            "read_parquet(['g'], hive_partitioning = false)"
+        );
         assert_eq!(
             l.relation(&SIGNALS, &[&clean, &with_file, &with_inlined]),
-            "(SELECT * FROM read_parquet(['g']) UNION ALL BY NAME \
-             SELECT * EXCLUDE (file_row_number) FROM read_parquet('e', file_row_number = true) \
-             WHERE file_row_number NOT IN (SELECT pos FROM read_parquet('e-delete')) UNION ALL BY NAME \
-             SELECT * EXCLUDE (file_row_number) FROM read_parquet('f', file_row_number = true) \
-             WHERE file_row_number NOT IN (3, 9))"
+            "(SELECT * FROM read_parquet(['g'], hive_partitioning = false) UNION ALL BY NAME \
+             SELECT * EXCLUDE (file_row_number) FROM read_parquet('e', hive_partitioning = false, \
+             file_row_number = true) WHERE file_row_number NOT IN \
+             (SELECT pos FROM read_parquet('e-delete', hive_partitioning = false)) UNION ALL BY NAME \
+             SELECT * EXCLUDE (file_row_number) FROM read_parquet('f', hive_partitioning = false, \
+             file_row_number = true) WHERE file_row_number NOT IN (3, 9))"
         );
         assert!(l
             .relation(&RAW, &[])

@@ -305,6 +305,45 @@ fn exec(f: &Fixture, sql: &str) {
     conn.execute_batch(sql).unwrap();
 }
 
+/// With the data path on S3 (moto), the direct reads answer as the DuckLake scan, and a file
+/// read once is not asked for again: DuckLake never changes a file, so a repeated read of the
+/// same files sends no HTTP request (before: a HEAD per file per statement).
+#[test]
+fn direct_reads_on_s3_ask_for_a_file_once() {
+    let moto = dq_testkit::shared_moto();
+    let bucket = dq_testkit::unique_name("lake")
+        .to_lowercase()
+        .replace('_', "-");
+    moto.create_bucket(&bucket).unwrap();
+    let mut t = TestLake::new(Backend::File);
+    t.config.data_path = Some(format!("s3://{bucket}/lake/"));
+    t.config.s3 = moto.s3_config();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(crate::seed(&t, 2, 4));
+    let f = fixture(&t);
+    let asked = requests(&f).len() as u64;
+    let before = f.direct.direct_reads();
+    let buckets = compare(&f, "data on S3");
+    assert!(buckets > 100, "the windows hold data: {buckets} buckets");
+    assert_eq!(f.direct.direct_reads() - before, asked, "direct reads");
+
+    exec(&f, "CALL enable_logging('HTTP')");
+    for req in requests(&f) {
+        f.direct.aggregate(&req).unwrap();
+    }
+    assert_eq!(f.direct.direct_reads() - before, 2 * asked, "direct reads");
+    let (conn, _) = f.shared.connect().unwrap();
+    let requests_sent: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM duckdb_logs WHERE type = 'HTTP'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(requests_sent, 0, "HTTP requests of the repeated reads");
+}
+
 fn direct_reads_answer_as_the_lake_scan(backend: Backend) {
     let t = TestLake::new(backend);
     tokio::runtime::Runtime::new()
