@@ -15,7 +15,8 @@
 //!   over the vehicle's rows already in memory ([`in_memory`]): the floor of its statement design;
 //! - for the cloud-event cases, dq served again over the same fleet seeded into a second lake
 //!   whose `raw_events` has smaller Parquet row groups ([`RAW_ROW_GROUP_ROWS`]): what din's
-//!   layout costs those reads, and the layout that lifts it.
+//!   layout costs those reads, and the layout that lifts it; and the floor of din's layout
+//!   under them ([`payload_floor`]).
 //!
 //! The answers are compared before anything is timed; a mismatch fails the run.
 
@@ -114,6 +115,9 @@ struct CaseFigures {
     expected: Answer,
     /// The cloud-event cases: dq served over `raw_events` in [`RAW_ROW_GROUP_ROWS`]-row groups.
     regrouped: Option<Samples>,
+    /// The cloud-event cases: reading the `data` column of the files the answer's rows are in
+    /// ([`payload_floor`]), and how many files that is.
+    payload_floor: Option<(Samples, usize)>,
 }
 
 struct ColdStart {
@@ -391,6 +395,10 @@ async fn run_case(
     } else {
         None
     };
+    let payload_floor = match case {
+        Case::ListEvents | Case::LatestEvent => Some(payload_floor(t, case, target, sampling)?),
+        _ => None,
+    };
     Ok(CaseFigures {
         case,
         dq,
@@ -400,7 +408,86 @@ async fn run_case(
         in_memory,
         expected: ours,
         regrouped: None,
+        payload_floor,
     })
+}
+
+/// The floor of din's `raw_events` layout under a cloud-event case: DuckDB reading the whole
+/// `data` column of the files the answer's rows are in, on a fresh instance attached to the
+/// lake (file metadata cached after the first read, as dq's are). A row group is a day of one
+/// event type and its `data` column chunk is one page, so a reader of any one payload of a
+/// file decompresses all of that file's payloads: no read of the answer can cost less.
+fn payload_floor(
+    t: &TestLake,
+    case: Case,
+    target: &Target,
+    sampling: &Sampling,
+) -> anyhow::Result<(Samples, usize)> {
+    let files: Vec<String> = {
+        let lake = t.open()?;
+        let conn = lake.connect()?;
+        let all: Vec<String> = conn
+            .prepare("SELECT data_file FROM ducklake_list_files('lake', 'raw_events')")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        ensure!(!all.is_empty(), "raw_events has no files");
+        let list: Vec<String> = all.iter().map(|f| dq_lake::quote(f)).collect();
+        let (bounds, limit) = events_scope(case, target, |a, b| {
+            format!(
+                " AND \"time\" > {} AND \"time\" < {}",
+                timestamptz(a),
+                timestamptz(b)
+            )
+        });
+        let sql = format!(
+            "SELECT DISTINCT filename FROM (SELECT filename FROM read_parquet([{}], \
+             filename = true, hive_partitioning = false) WHERE subject = ?{bounds} \
+             ORDER BY \"time\" DESC, id DESC, type DESC LIMIT {limit}) ORDER BY 1",
+            list.join(", ")
+        );
+        let found = conn
+            .prepare(&sql)?
+            .query_map([&target.subject], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        found
+    };
+    ensure!(
+        !files.is_empty(),
+        "{}: no file holds the answer",
+        case.name()
+    );
+    let list: Vec<String> = files.iter().map(|f| dq_lake::quote(f)).collect();
+    let sql = format!(
+        "SELECT count(*), sum(length(data)) FROM read_parquet([{}], hive_partitioning = false)",
+        list.join(", ")
+    );
+    let open = |last: Option<(dq_lake::Lake, dq_lake::Conn)>| {
+        drop(last);
+        let started = Instant::now();
+        let lake = t.open()?;
+        let conn = lake.connect()?;
+        anyhow::Ok(((lake, conn), started.elapsed()))
+    };
+    let ask = |(_, conn): &mut (dq_lake::Lake, dq_lake::Conn), n: usize| {
+        (0..n)
+            .map(|_| {
+                let started = Instant::now();
+                let (rows, _): (i64, Option<i64>) =
+                    conn.query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                let took = started.elapsed();
+                ensure!(rows > 0, "the answer's files hold no rows");
+                Ok(took)
+            })
+            .collect()
+    };
+    let (samples, _) = sample(sampling, open, ask)?;
+    eprintln!(
+        "{} payload column of the answer's {} files: warm p50 {:.2} ms",
+        case.name(),
+        files.len(),
+        percentile(&samples.warm, 50.0)
+    );
+    Ok((samples, files.len()))
 }
 
 /// `c`'s case served by `bench` (another lake of the same fleet): its answer must be the one
@@ -947,6 +1034,7 @@ async fn first_answer_of(
 /// The engine row of a case's [`in_memory`] floor.
 const IN_MEMORY: &str = "dq's statements, rows in memory";
 const REGROUPED: &str = "dq, raw_events in 10,240-row groups";
+const PAYLOADS: &str = "the payload column of the answer's files";
 
 /// Issue 19's goal for a case, met or not: warm p50 at most ClickHouse's for the `signals`
 /// reads and 1.5× it for the others, cold p50 at most 3× warm.
@@ -1007,7 +1095,12 @@ fn render(run: &Run) -> String {
          `raw_events` has the table option `parquet_row_group_size` = {RAW_ROW_GROUP_ROWS} (din \
          leaves DuckLake's 122,880, so a day of `dimo.status` is one row group and 100 payloads \
          decompress the whole day's `data` column chunk; the option is din's to set, \
-         docs/serving.md), answers checked equal to dq's. \
+         docs/serving.md), answers checked equal to dq's, and a fifth, **{PAYLOADS}**: DuckDB \
+         on a fresh instance reading the whole `data` column of the `raw_events` files the \
+         answer's rows are in — one row group per file and one page per column chunk, so \
+         reading any one payload of a file decompresses all of them: no read of din's layout \
+         answers in less, and the design that does is a copy of the payloads sorted by subject \
+         (docs/serving.md). \
          The goal column is issue 19's: warm p50 ≤ 1× ClickHouse for the `signals` reads and \
          ≤ 1.5× for the others, cold p50 ≤ 3× warm. Ratios are dq ÷ engine: below 1× dq is faster. Memory: DuckDB's \
          `system_peak_buffer_memory` for the floor statement (the DuckLake scan; dq's signal \
@@ -1057,6 +1150,7 @@ fn render(run: &Run) -> String {
             ("dq", Some(&c.dq)),
             (IN_MEMORY, c.in_memory.as_ref()),
             (REGROUPED, c.regrouped.as_ref()),
+            (PAYLOADS, c.payload_floor.as_ref().map(|(s, _)| s)),
             ("DuckDB floor", Some(&c.floor)),
             ("ClickHouse", Some(&c.clickhouse)),
         ];
@@ -1071,6 +1165,14 @@ fn render(run: &Run) -> String {
                     "with din's table option set: {} ClickHouse",
                     ratio(percentile(&s.warm, 50.0), ch_warm)
                 ),
+                PAYLOADS => {
+                    let files = c.payload_floor.as_ref().map_or(0, |(_, n)| *n);
+                    format!(
+                        "floor of din's layout ({files} file{}): {} ClickHouse",
+                        if files == 1 { "" } else { "s" },
+                        ratio(percentile(&s.warm, 50.0), ch_warm)
+                    )
+                }
                 _ => "—".into(),
             };
             let memory = match (engine, c.floor_memory) {
@@ -1152,6 +1254,10 @@ fn to_json(run: &Run) -> Value {
             "floor_peak_buffer_memory_bytes": c.floor_memory,
             "dq_statements_in_memory": c.in_memory.as_ref().map(Samples::to_json),
             "dq_raw_events_row_groups_10240": c.regrouped.as_ref().map(Samples::to_json),
+            "payload_column_of_the_answers_files": c.payload_floor.as_ref().map(|(s, n)| json!({
+                "files": n,
+                "samples": s.to_json(),
+            })),
         })).collect::<Vec<_>>(),
         "cold_starts": run.cold_starts.iter().map(|c| json!({
             "function": c.function,
