@@ -412,6 +412,13 @@ async fn run_case(
     })
 }
 
+/// `paths` as `read_parquet`'s file list with the option the direct reads pass: the files
+/// hold their partition keys, so the paths' `key=value` directories are not columns.
+fn files_of(paths: &[String]) -> String {
+    let quoted: Vec<String> = paths.iter().map(|p| dq_lake::quote(p)).collect();
+    format!("[{}], hive_partitioning = false", quoted.join(", "))
+}
+
 /// The floor of din's `raw_events` layout under a cloud-event case: DuckDB reading the whole
 /// `data` column of the files the answer's rows are in, on a fresh instance attached to the
 /// lake (file metadata cached after the first read, as dq's are). A row group is a day of one
@@ -431,20 +438,13 @@ fn payload_floor(
             .query_map([], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
         ensure!(!all.is_empty(), "raw_events has no files");
-        let list: Vec<String> = all.iter().map(|f| dq_lake::quote(f)).collect();
-        let (bounds, limit) = events_scope(case, target, |a, b| {
-            format!(
-                " AND \"time\" > {} AND \"time\" < {}",
-                timestamptz(a),
-                timestamptz(b)
-            )
-        });
-        let sql = format!(
-            "SELECT DISTINCT filename FROM (SELECT filename FROM read_parquet([{}], \
-             filename = true, hive_partitioning = false) WHERE subject = ?{bounds} \
-             ORDER BY \"time\" DESC, id DESC, type DESC LIMIT {limit}) ORDER BY 1",
-            list.join(", ")
+        let answer = events_answer_sql(
+            case,
+            target,
+            "filename",
+            &format!("read_parquet({}, filename = true)", files_of(&all)),
         );
+        let sql = format!("SELECT DISTINCT filename FROM ({answer}) ORDER BY 1");
         let found = conn
             .prepare(&sql)?
             .query_map([&target.subject], |r| r.get(0))?
@@ -456,10 +456,9 @@ fn payload_floor(
         "{}: no file holds the answer",
         case.name()
     );
-    let list: Vec<String> = files.iter().map(|f| dq_lake::quote(f)).collect();
     let sql = format!(
-        "SELECT count(*), sum(length(data)) FROM read_parquet([{}], hive_partitioning = false)",
-        list.join(", ")
+        "SELECT count(*), sum(length(data)) FROM read_parquet({})",
+        files_of(&files)
     );
     let open = |last: Option<(dq_lake::Lake, dq_lake::Conn)>| {
         drop(last);
@@ -664,19 +663,12 @@ impl Floor {
                  FROM lake.signals_latest WHERE subject = ? AND subject_bucket = {bucket}",
                 c = dq_graphql::schema::COORDINATES
             ),
-            Case::ListEvents | Case::LatestEvent => {
-                let (bounds, limit) = events_scope(case, target, |a, b| {
-                    format!(
-                        " AND \"time\" > {} AND \"time\" < {}",
-                        timestamptz(a),
-                        timestamptz(b)
-                    )
-                });
-                format!(
-                    "SELECT id, type, data, base64(data_base64) FROM lake.raw_events \
-                     WHERE subject = ?{bounds} ORDER BY \"time\" DESC, id DESC, type DESC LIMIT {limit}"
-                )
-            }
+            Case::ListEvents | Case::LatestEvent => events_answer_sql(
+                case,
+                target,
+                "id, type, data, base64(data_base64)",
+                "lake.raw_events",
+            ),
             _ => return None,
         })
     }
@@ -804,6 +796,22 @@ fn detect<S: dq_query::segments::SignalSource>(
         }
         other => bail!("{} is not a segment case", other.name()),
     })
+}
+
+/// The rows of `relation` (with `raw_events`' columns) that answer a cloud-event case, as
+/// `columns`, the subject a bound parameter: the floor's statement, in DuckDB SQL.
+fn events_answer_sql(case: Case, target: &Target, columns: &str, relation: &str) -> String {
+    let (bounds, limit) = events_scope(case, target, |a, b| {
+        format!(
+            " AND \"time\" > {} AND \"time\" < {}",
+            timestamptz(a),
+            timestamptz(b)
+        )
+    });
+    format!(
+        "SELECT {columns} FROM {relation} WHERE subject = ?{bounds} \
+         ORDER BY \"time\" DESC, id DESC, type DESC LIMIT {limit}"
+    )
 }
 
 /// The cloud-event cases' extra predicate (strict bounds around the busiest day, rendered by

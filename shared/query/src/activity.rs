@@ -134,6 +134,26 @@ fn ignition_lookback_us(from: Ts) -> i64 {
     us(from) - IGNITION_LOOKBACK_DAYS * 86_400 * 1_000_000
 }
 
+/// The predicate of an ignition reading: a non-NULL value of the ignition signal.
+fn ignition_reading() -> String {
+    format!(
+        "name = {} AND value_number IS NOT NULL",
+        quote(IGNITION_SIGNAL)
+    )
+}
+
+/// `prior`: the subject's (bound parameter) latest ignition reading in `relation` before
+/// `lookback_us`, as `columns` — one row at most, ties to the read tie-break.
+fn prior_reading_sql(relation: &str, subject: &str, lookback_us: i64, columns: &str) -> String {
+    format!(
+        "(SELECT {columns} FROM {relation} WHERE {} AND {} AND \"timestamp\" < {} \
+         ORDER BY \"timestamp\" DESC, {READ_TIEBREAK} LIMIT 1)",
+        subject_predicate(subject),
+        ignition_reading(),
+        ts_lit(lookback_us)
+    )
+}
+
 impl SignalSource for LakeSource<'_> {
     type Error = Error;
 
@@ -215,28 +235,18 @@ impl SignalSource for LakeSource<'_> {
             return Ok(a.changes.clone());
         }
         let lookback = ignition_lookback_us(from);
-        let name = quote(IGNITION_SIGNAL);
-        let readings = |relation: &str, window: &str| {
-            format!(
-                "SELECT epoch_us(\"timestamp\"), value_number, {READ_TIEBREAK} FROM {relation} \
-                 WHERE {} AND name = {name} AND value_number IS NOT NULL AND {window}",
-                subject_predicate(subject),
-            )
-        };
-        let lb = ts_lit(lookback);
+        let columns = format!("epoch_us(\"timestamp\"), value_number, {READ_TIEBREAK}");
         // `prior` reads everything before the look-back: its own relation.
         let windows = [(lookback, us(to)), (i64::MIN, lookback)];
         let sql = |[recent, before]: &[String; 2]| {
             format!(
-                "{} UNION ALL ({} ORDER BY \"timestamp\" DESC, {READ_TIEBREAK} LIMIT 1)",
-                readings(
-                    recent,
-                    &format!(
-                        "\"timestamp\" >= {lb} AND \"timestamp\" < {}",
-                        ts_lit(us(to))
-                    )
-                ),
-                readings(before, &format!("\"timestamp\" < {lb}")),
+                "SELECT {columns} FROM {recent} WHERE {} AND {} AND \"timestamp\" >= {} \
+                 AND \"timestamp\" < {} UNION ALL {}",
+                subject_predicate(subject),
+                ignition_reading(),
+                ts_lit(lookback),
+                ts_lit(us(to)),
+                prior_reading_sql(before, subject, lookback, &columns),
             )
         };
         let rows: Vec<(i64, f64, String)> = self.engine.rows_of(
@@ -879,24 +889,26 @@ impl Engine {
         let ignition = list
             .iter()
             .position(|n| *n == IGNITION_SIGNAL)
-            .and_then(|i| i32::try_from(i).ok())
             .unwrap_or_default();
-        let name = quote(IGNITION_SIGNAL);
-        let (lb, from_lit, to_lit) = (ts_lit(lookback), ts_lit(us(from)), ts_lit(us(to)));
-        let reading = format!("name = {name} AND value_number IS NOT NULL");
         let recent = format!(
-            "{} AND \"timestamp\" >= {lb} AND \"timestamp\" < {to_lit} \
-             AND (\"timestamp\" >= {from_lit} OR ({reading}))",
-            subject_predicate(subject)
+            "{} AND \"timestamp\" >= {} AND \"timestamp\" < {} \
+             AND (\"timestamp\" >= {} OR ({}))",
+            subject_predicate(subject),
+            ts_lit(lookback),
+            ts_lit(us(to)),
+            ts_lit(us(from)),
+            ignition_reading()
+        );
+        // `prior` in the columns of `signal_rows_sql`, labelled with the ignition's index.
+        let prior_columns = format!(
+            "{ignition}::INTEGER, epoch_us(\"timestamp\"), {READ_TIEBREAK}, value_number, \
+             NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE"
         );
         let sql = |[window, before]: &[String; 2]| {
             format!(
-                "{} UNION ALL (SELECT {ignition}::INTEGER, epoch_us(\"timestamp\"), {READ_TIEBREAK}, \
-                 value_number, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE FROM {before} \
-                 WHERE {} AND {reading} AND \"timestamp\" < {lb} \
-                 ORDER BY \"timestamp\" DESC, {READ_TIEBREAK} LIMIT 1)",
+                "{} UNION ALL {}",
                 signal_rows_sql(window, &recent, &list, true),
-                subject_predicate(subject),
+                prior_reading_sql(before, subject, lookback, &prior_columns),
             )
         };
         let signals: Vec<RecordBatch> = self.read_of(
@@ -908,10 +920,9 @@ impl Engine {
             |stmt| Ok(stmt.query_arrow(params![subject, subject])?.collect()),
         )?;
         let rows = signal_rows(&signals).map_err(SummaryRows::malformed)?;
-        let index = usize::try_from(ignition).unwrap_or_default();
         let readings = rows.iter().filter_map(|r| {
             // The summaries' rows may hold NULL ignition values: no readings.
-            let value = r.value.filter(|_| r.name == index)?;
+            let value = r.value.filter(|_| r.name == ignition)?;
             Some((r.ts, value, r.cloud_event_id))
         });
         let changes = IgnitionAhead {

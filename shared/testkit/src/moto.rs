@@ -250,6 +250,14 @@ impl Moto {
         expect_success("PUT", &format!("{}/{name}", self.endpoint()), &response)
     }
 
+    /// Creates a bucket no other test uses, named after `prefix` ([`crate::unique_name`]
+    /// already makes a valid bucket name), and returns its name.
+    pub fn create_unique_bucket(&self, prefix: &str) -> Result<String> {
+        let name = crate::unique_name(prefix);
+        self.create_bucket(&name)?;
+        Ok(name)
+    }
+
     /// Wipes all state of every service (`POST /moto-api/reset`).
     pub fn reset(&self) -> Result<()> {
         let response = self.request("POST", "/moto-api/reset", &[], b"")?;

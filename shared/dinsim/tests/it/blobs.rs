@@ -17,10 +17,7 @@ fn local_store(dir: &std::path::Path, sealed: bool) -> BlobConfig {
 
 fn s3_store(sealed: bool) -> BlobConfig {
     let moto = dq_testkit::shared_moto();
-    let bucket = dq_testkit::unique_name("blobs")
-        .to_lowercase()
-        .replace('_', "-");
-    moto.create_bucket(&bucket).unwrap();
+    let bucket = moto.create_unique_bucket("blobs").unwrap();
     BlobConfig {
         bucket,
         prefix: dq_blob::DEFAULT_PREFIX.into(),

@@ -159,10 +159,7 @@ fn tombstone_sets_voids_id(backend: Backend) {
 #[test]
 fn data_path_on_s3() {
     let moto = dq_testkit::shared_moto();
-    let bucket = dq_testkit::unique_name("lake")
-        .to_lowercase()
-        .replace('_', "-");
-    moto.create_bucket(&bucket).unwrap();
+    let bucket = moto.create_unique_bucket("lake").unwrap();
     let t = dq_lake::testing::TestLake::new(Backend::File);
     let lake = t
         .open_with(|c| {

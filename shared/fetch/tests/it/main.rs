@@ -156,11 +156,9 @@ pub fn seeded_on(test_lake: TestLake) -> Seeded {
 
 /// A fresh bucket of the shared moto server, named after `prefix`.
 pub fn moto_bucket(prefix: &str) -> String {
-    let name = dq_testkit::unique_name(prefix)
-        .to_lowercase()
-        .replace('_', "-");
-    dq_testkit::shared_moto().create_bucket(&name).unwrap();
-    name
+    dq_testkit::shared_moto()
+        .create_unique_bucket(prefix)
+        .unwrap()
 }
 
 /// A blob store on `bucket` of the shared moto server, sealing with `key` when given.

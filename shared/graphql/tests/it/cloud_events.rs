@@ -178,10 +178,7 @@ async fn device_link_through_identity_api() {
 #[tokio::test]
 async fn externalized_payloads_are_presigned() {
     let moto = dq_testkit::shared_moto();
-    let bucket = dq_testkit::unique_name("gqlblobs")
-        .to_lowercase()
-        .replace('_', "-");
-    moto.create_bucket(&bucket).unwrap();
+    let bucket = moto.create_unique_bucket("gqlblobs").unwrap();
     let cfg = dq_blob::BlobConfig {
         bucket: bucket.clone(),
         prefix: dq_blob::DEFAULT_PREFIX.into(),

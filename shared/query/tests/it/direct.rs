@@ -311,10 +311,7 @@ fn exec(f: &Fixture, sql: &str) {
 #[test]
 fn direct_reads_on_s3_ask_for_a_file_once() {
     let moto = dq_testkit::shared_moto();
-    let bucket = dq_testkit::unique_name("lake")
-        .to_lowercase()
-        .replace('_', "-");
-    moto.create_bucket(&bucket).unwrap();
+    let bucket = moto.create_unique_bucket("lake").unwrap();
     let mut t = TestLake::new(Backend::File);
     t.config.data_path = Some(format!("s3://{bucket}/lake/"));
     t.config.s3 = moto.s3_config();
