@@ -383,6 +383,25 @@ impl TableFiles {
         Ok(Some(relations.map(Option::unwrap_or_default)))
     }
 
+    /// Whether a direct read of the keys `keys` over `[from_us, to_us)` at `snapshot` has a
+    /// file to read; `None` when that read takes the DuckLake scan (no listing says). A
+    /// look-back walking into the past stops where this says no.
+    ///
+    /// # Errors
+    /// Catalog reads failed.
+    pub fn has_files(
+        &self,
+        conn: &Connection,
+        snapshot: Snapshot,
+        keys: Option<&[String]>,
+        (from_us, to_us): (i64, i64),
+    ) -> duckdb::Result<Option<bool>> {
+        let (listing, _) = self.at(conn, snapshot)?;
+        Ok(listing
+            .select(keys, from_us, to_us)
+            .map(|files| !files.is_empty()))
+    }
+
     /// The newest day partition of the table's files at `snapshot`: `Some(None)` when no file
     /// has one, `None` when the listing is unusable (a read there takes the DuckLake scan).
     ///

@@ -8,6 +8,9 @@
 //! `dailyActivity`'s segments and days —, and one batched LocationsAt per summarised range set.
 //! For IGNITION_DETECTION the detection's readings and the summary signal rows are one
 //! statement (`Engine::ignition_read_ahead`): the subject's files are opened once for both.
+//! The newest row before a time (`prior`, a gap-fill's fix) is looked for in the two days
+//! before it by the statement that needs it; only when none is there does a walk back add
+//! statements, as far as the row or the bucket's oldest file (`Engine::newest_signal_before`).
 //! Where DuckDB took longer to plan and run a small analytic statement than the work needs (the
 //! ignition transitions, the per-range aggregates and event counts), the statement is a plain
 //! read and Rust computes the answer: the ignition
@@ -37,6 +40,22 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// How far back a gap-fill looks for a fix (`locationGapFillLookback`, ≈ 10 years).
 pub const LOCATION_GAP_FILL_LOOKBACK: TimeDelta = TimeDelta::hours(10 * 365 * 24);
+
+const DAY_US: i64 = 86_400 * 1_000_000;
+
+/// The first window of a look-back for the newest row before a time (`prior`, a gap-fill's
+/// fix): read in the statement that needs the row, two days (two or three day files). A
+/// vehicle that reports daily finds its row there; [`Engine::newest_signal_before`] walks on
+/// from its start when it does not.
+const LOOK_BACK_FIRST_US: i64 = 2 * DAY_US;
+
+/// Each further window of a look-back's walk is this many times the one before (16, 128,
+/// 1,024 days)…
+const LOOK_BACK_GROWTH: i64 = 8;
+
+/// …and the one after the longest reaches the look-back's floor: a walk runs at most four
+/// statements, and a production bucket's 400 day files are read only as far back as the row.
+const LOOK_BACK_LONGEST_US: i64 = 1024 * DAY_US;
 
 fn us(t: Ts) -> i64 {
     t.timestamp_micros()
@@ -110,22 +129,29 @@ impl SummaryAhead {
 
 /// The ignition transitions over `[from, to)` from the readings `rows` (µs, value,
 /// cloud_event_id): those at or after `lookback_us` (the look-back window's) R1-deduplicated,
-/// the one before it as `prior`, then the reference definition.
+/// the one before it (read over [`prior_window`]) as `prior`, else the one `older` finds
+/// further back, then the reference definition.
 fn ignition_changes<'r>(
     rows: impl Iterator<Item = (i64, f64, &'r str)>,
     lookback_us: i64,
     from: Ts,
     to: Ts,
-) -> Vec<StateChange> {
+    older: impl FnOnce() -> Result<Option<f64>>,
+) -> Result<Vec<StateChange>> {
     let (mut recent, before): (Vec<_>, Vec<_>) = rows.partition(|r| r.0 >= lookback_us);
-    let prior = before.first().map(|r| r.1);
+    let prior = match before.first() {
+        Some(r) => Some(r.1),
+        None => older()?,
+    };
     recent.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| read_tiebreak(a.2, b.2)));
     recent.dedup_by_key(|r| r.0);
     let readings: Vec<LevelSample> = recent
         .iter()
         .map(|(t, v, _)| LevelSample::new(ts(*t), *v))
         .collect();
-    dq_segments::reference::ignition_state_changes(prior, &readings, from, to)
+    Ok(dq_segments::reference::ignition_state_changes(
+        prior, &readings, from, to,
+    ))
 }
 
 /// Where the look-back of a detection from `from` starts (µs): it reads the ignition readings
@@ -142,16 +168,55 @@ fn ignition_reading() -> String {
     )
 }
 
-/// `prior`: the subject's (bound parameter) latest ignition reading in `relation` before
-/// `lookback_us`, as `columns` — one row at most, ties to the read tie-break.
-fn prior_reading_sql(relation: &str, subject: &str, lookback_us: i64, columns: &str) -> String {
+/// Where a detection's statement looks for `prior` (the newest ignition reading before the
+/// look-back from `lookback_us`): the look-back's first window before it.
+fn prior_window(lookback_us: i64) -> (i64, i64) {
+    (lookback_us.saturating_sub(LOOK_BACK_FIRST_US), lookback_us)
+}
+
+/// The subject's (bound parameter) newest row of `predicate` in `relation` over `[lo, hi)`
+/// (`lo` = `i64::MIN`: no lower bound), as `columns` — one row at most, ties to the read
+/// tie-break (the row R1 deduplication keeps). A query without parentheses.
+fn newest_row_sql(
+    relation: &str,
+    subject: &str,
+    predicate: &str,
+    (lo, hi): (i64, i64),
+    columns: &str,
+) -> String {
+    let lower = if lo == i64::MIN {
+        String::new()
+    } else {
+        format!(" AND \"timestamp\" >= {}", ts_lit(lo))
+    };
     format!(
-        "(SELECT {columns} FROM {relation} WHERE {} AND {} AND \"timestamp\" < {} \
-         ORDER BY \"timestamp\" DESC, {READ_TIEBREAK} LIMIT 1)",
+        "SELECT {columns} FROM {relation} WHERE {} AND {predicate}{lower} \
+         AND \"timestamp\" < {} ORDER BY \"timestamp\" DESC, {READ_TIEBREAK} LIMIT 1",
         subject_predicate(subject),
-        ignition_reading(),
-        ts_lit(lookback_us)
+        ts_lit(hi)
     )
+}
+
+/// A fix (µs, latitude, longitude, hdop, heading) as the answer to probe `i`, unless it lies
+/// more than `lookback` µs before that probe (the statement's floor is the earliest probe's).
+fn place(
+    out: &mut [Option<Location>],
+    probes_us: &[i64],
+    lookback: i64,
+    i: usize,
+    (fix_ts, latitude, longitude, hdop, heading): (i64, f64, f64, Option<f64>, Option<f64>),
+) {
+    let Some((probe, slot)) = probes_us.get(i).zip(out.get_mut(i)) else {
+        return;
+    };
+    if fix_ts >= probe.saturating_sub(lookback) {
+        *slot = Some(Location {
+            latitude,
+            longitude,
+            hdop: hdop.unwrap_or(0.0),
+            heading: heading.unwrap_or(0.0),
+        });
+    }
 }
 
 impl SignalSource for LakeSource<'_> {
@@ -236,17 +301,18 @@ impl SignalSource for LakeSource<'_> {
         }
         let lookback = ignition_lookback_us(from);
         let columns = format!("epoch_us(\"timestamp\"), value_number, {READ_TIEBREAK}");
-        // `prior` reads everything before the look-back: its own relation.
-        let windows = [(lookback, us(to)), (i64::MIN, lookback)];
-        let sql = |[recent, before]: &[String; 2]| {
+        // `prior` reads the days before the look-back: its own relation.
+        let before = prior_window(lookback);
+        let windows = [(lookback, us(to)), before];
+        let sql = |[recent, older]: &[String; 2]| {
             format!(
                 "SELECT {columns} FROM {recent} WHERE {} AND {} AND \"timestamp\" >= {} \
-                 AND \"timestamp\" < {} UNION ALL {}",
+                 AND \"timestamp\" < {} UNION ALL ({})",
                 subject_predicate(subject),
                 ignition_reading(),
                 ts_lit(lookback),
                 ts_lit(us(to)),
-                prior_reading_sql(before, subject, lookback, &columns),
+                newest_row_sql(older, subject, &ignition_reading(), before, &columns),
             )
         };
         let rows: Vec<(i64, f64, String)> = self.engine.rows_of(
@@ -258,12 +324,13 @@ impl SignalSource for LakeSource<'_> {
             params![subject, subject],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        Ok(ignition_changes(
+        ignition_changes(
             rows.iter().map(|(t, v, id)| (*t, *v, id.as_str())),
             lookback,
             from,
             to,
-        ))
+            || self.engine.older_prior(subject, lookback),
+        )
     }
 
     fn idle_runs(
@@ -523,10 +590,67 @@ impl Engine {
         .event_counts(ranges)
     }
 
+    /// The newest ignition reading's value before the first window of the look-back from
+    /// `lookback_us` ([`prior_window`]): `prior` when that window held none.
+    fn older_prior(&self, subject: &str, lookback_us: i64) -> Result<Option<f64>> {
+        self.newest_signal_before(
+            "older ignition reading",
+            subject,
+            &ignition_reading(),
+            "value_number",
+            (i64::MIN, prior_window(lookback_us).0),
+            |r| r.get(0),
+        )
+    }
+
+    /// The subject's newest signal row of `predicate` in `window` (`[floor_us, before_us)`),
+    /// as `columns` mapped by `row`, ties to the read tie-break; `None` when there is none.
+    /// The look-back's first window was read with the statement that needed the row; this
+    /// walks on from there, one statement per window, each [`LOOK_BACK_GROWTH`] times the one
+    /// before and the last reaching the floor, and stops at the first row, or where the
+    /// request's file listing shows no older file of the bucket: a 400-day history costs the
+    /// day files back to the row, and a new vehicle no statement at all.
+    fn newest_signal_before<T>(
+        &self,
+        context: &str,
+        subject: &str,
+        predicate: &str,
+        columns: &str,
+        (floor_us, before_us): (i64, i64),
+        row: impl Fn(&dq_lake::duckdb::Row<'_>) -> dq_lake::duckdb::Result<T>,
+    ) -> Result<Option<T>> {
+        let (mut hi, mut span) = (before_us, LOOK_BACK_FIRST_US);
+        while hi > floor_us && self.may_hold(FileTable::Signals, subject, (floor_us, hi)) {
+            span = span.saturating_mul(LOOK_BACK_GROWTH);
+            let lo = if span > LOOK_BACK_LONGEST_US {
+                floor_us
+            } else {
+                hi.saturating_sub(span).max(floor_us)
+            };
+            let found = self.rows_of(
+                context,
+                FileTable::Signals,
+                subject,
+                [(lo, hi)],
+                |[relation]| newest_row_sql(relation, subject, predicate, (lo, hi), columns),
+                params![subject],
+                &row,
+            )?;
+            if let Some(found) = found.into_iter().next() {
+                return Ok(Some(found));
+            }
+            hi = lo;
+        }
+        Ok(None)
+    }
+
     /// Batched LocationsAt: for every probe time, the nearest real
     /// (non-(0,0)) `currentLocationCoordinates` fix at or before it (deduped, ties → lowest
     /// cloud_event_id), at most [`LOCATION_GAP_FILL_LOOKBACK`] back; ONE `ASOF LEFT JOIN`
-    /// statement for all probes. `None` where no fix qualifies.
+    /// statement for all probes over their times and the look-back's first window before the
+    /// earliest. The probes it finds no fix for share their answer: the newest fix before that
+    /// window, found by `Engine::newest_signal_before`'s walk. `None` where no fix
+    /// qualifies.
     ///
     /// # Errors
     /// Database failures.
@@ -546,15 +670,18 @@ impl Engine {
             .map(|(i, t)| format!("({i}, {})", ts_lit(*t)))
             .collect();
         let floor = min.saturating_sub(lookback);
+        let first = min.saturating_sub(LOOK_BACK_FIRST_US).max(floor);
+        let fix = format!(
+            "name = {} AND (loc_lat != 0 OR loc_lon != 0)",
+            quote(LOCATION_SIGNAL)
+        );
         let fixes = |relation: &str| {
             signals_deduped_from(
                 relation,
                 &format!(
-                    "{} AND name = {} AND (loc_lat != 0 OR loc_lon != 0) \
-                     AND \"timestamp\" >= {} AND \"timestamp\" <= {}",
+                    "{} AND {fix} AND \"timestamp\" >= {} AND \"timestamp\" <= {}",
                     subject_predicate(subject),
-                    quote(LOCATION_SIGNAL),
-                    ts_lit(floor),
+                    ts_lit(first),
                     ts_lit(max)
                 ),
             )
@@ -569,7 +696,7 @@ impl Engine {
                 fixes = fixes(relation)
             )
         };
-        let window = [(floor, max.saturating_add(1))];
+        let window = [(first, max.saturating_add(1))];
         type Row = (
             i64,
             Option<i64>,
@@ -596,26 +723,47 @@ impl Engine {
                 ))
             },
         )?;
+        let mut unfound = Vec::new();
         for (idx, fix_ts, lat, lon, hdop, heading) in rows {
-            let Some((probe, slot)) = usize::try_from(idx)
-                .ok()
-                .and_then(|i| probes_us.get(i).zip(out.get_mut(i)))
-            else {
+            let Ok(i) = usize::try_from(idx) else {
                 continue;
             };
-            let (Some(fix_ts), Some(latitude), Some(longitude)) = (fix_ts, lat, lon) else {
-                continue;
-            };
-            // The per-probe floor: the scan floor is the earliest probe's.
-            if fix_ts < probe.saturating_sub(lookback) {
-                continue;
+            match (fix_ts, lat, lon) {
+                (Some(fix_ts), Some(lat), Some(lon)) => {
+                    let fix = (fix_ts, lat, lon, hdop, heading);
+                    place(&mut out, probes_us, lookback, i, fix);
+                }
+                // No fix in the statement's window: the walk's answer.
+                (None, ..) => unfound.push(i),
+                // The newest fix has no coordinates: no answer, as from any window.
+                _ => {}
             }
-            *slot = Some(Location {
-                latitude,
-                longitude,
-                hdop: hdop.unwrap_or(0.0),
-                heading: heading.unwrap_or(0.0),
-            });
+        }
+        if unfound.is_empty() {
+            return Ok(out);
+        }
+        let older = self.newest_signal_before(
+            "older location fix",
+            subject,
+            &fix,
+            "epoch_us(\"timestamp\"), loc_lat, loc_lon, loc_hdop, loc_heading",
+            (floor, first),
+            |r| {
+                let fix: (i64, Option<f64>, Option<f64>, Option<f64>, Option<f64>) =
+                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+                Ok(fix)
+            },
+        )?;
+        if let Some((fix_ts, Some(lat), Some(lon), hdop, heading)) = older {
+            for i in unfound {
+                place(
+                    &mut out,
+                    probes_us,
+                    lookback,
+                    i,
+                    (fix_ts, lat, lon, hdop, heading),
+                );
+            }
         }
         Ok(out)
     }
@@ -904,18 +1052,19 @@ impl Engine {
             "{ignition}::INTEGER, epoch_us(\"timestamp\"), {READ_TIEBREAK}, value_number, \
              NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE"
         );
-        let sql = |[window, before]: &[String; 2]| {
+        let before = prior_window(lookback);
+        let sql = |[window, older]: &[String; 2]| {
             format!(
-                "{} UNION ALL {}",
+                "{} UNION ALL ({})",
                 signal_rows_sql(window, &recent, &list, true),
-                prior_reading_sql(before, subject, lookback, &prior_columns),
+                newest_row_sql(older, subject, &ignition_reading(), before, &prior_columns),
             )
         };
         let signals: Vec<RecordBatch> = self.read_of(
             "ignition and summary signal rows",
             FileTable::Signals,
             subject,
-            [(lookback, us(to)), (i64::MIN, lookback)],
+            [(lookback, us(to)), before],
             sql,
             |stmt| Ok(stmt.query_arrow(params![subject, subject])?.collect()),
         )?;
@@ -929,7 +1078,9 @@ impl Engine {
             subject: subject.to_owned(),
             from,
             to,
-            changes: ignition_changes(readings, lookback, from, to),
+            changes: ignition_changes(readings, lookback, from, to, || {
+                self.older_prior(subject, lookback)
+            })?,
         };
         Ok((
             changes,

@@ -137,6 +137,16 @@ impl Engine {
         f: impl FnOnce(&Connection) -> duckdb::Result<T>,
     ) -> Result<T> {
         self.reads.fetch_add(1, Ordering::Relaxed);
+        self.on_conn(context, f)
+    }
+
+    /// [`Engine::with_conn`] for work that runs no statement on the lake (a look at a cached
+    /// file listing): not counted in [`Engine::reads`].
+    fn on_conn<T>(
+        &self,
+        context: &str,
+        f: impl FnOnce(&Connection) -> duckdb::Result<T>,
+    ) -> Result<T> {
         let pooled = self.pool.checkout()?;
         let result = f(pooled.conn());
         let error = result.as_ref().err().map(ToString::to_string);
@@ -235,6 +245,31 @@ impl Engine {
                 None => run(&scan()),
             }
         })
+    }
+
+    /// Whether a read of `subject`'s bucket of `table` over `window` (`[from_us, to_us)`) at
+    /// the request's snapshot may find a row: false only when that snapshot's listing shows no
+    /// file there and nothing inlined. A listing that cannot say, or fails, says true (the read
+    /// itself decides). Runs no statement on the lake unless the listing must be brought to the
+    /// snapshot.
+    pub(crate) fn may_hold(&self, table: FileTable, subject: &str, window: (i64, i64)) -> bool {
+        #[cfg(feature = "testing")]
+        if testing::relation(table).is_some() {
+            return true;
+        }
+        let Some(files) = self.files.iter().find(|f| *f.spec() == table.spec()) else {
+            return true;
+        };
+        let bucket = [subject_bucket(subject).to_string()];
+        let postgres = self.pool.is_postgres();
+        self.on_conn("list table files", |c| {
+            let snapshot = dq_lake::request_snapshot(c, postgres)?;
+            files.has_files(c, snapshot, Some(&bucket), window)
+        })
+        .inspect_err(|e| tracing::warn!(error = %e, "file listing failed"))
+        .ok()
+        .flatten()
+        .unwrap_or(true)
     }
 
     /// Brings the file listings of dq's tables to the newest snapshot, as

@@ -222,6 +222,120 @@ fn ignition_continuously_on_seeds_from_before_the_lookback() {
     assert_eq!((changes[0].new_state, changes[0].prev_state), (1.0, 0.0));
 }
 
+/// A history of a year of day files where ignition was last reported 300 days back: the
+/// detection's `prior` is found by walking back window by window (16, 128, then 1,024 days
+/// past the statement's own two-day window: three more statements), equal to the reference's,
+/// through the direct reads and the DuckLake scan alike; a reading in the first window costs
+/// no walk; and a detection whose look-back precedes the bucket's oldest file walks nowhere
+/// (the listing says no older file).
+#[test]
+fn prior_walks_back_to_the_newest_reading_and_stops_at_the_oldest_file() {
+    let day = 1440;
+    let mut rows = Rows::default();
+    rows.num(IGNITION_SIGNAL, m(-300 * day), 1.0)
+        .num(IGNITION_SIGNAL, m(-280 * day), 1.0)
+        .num(IGNITION_SIGNAL, m(-5 * day), 0.0);
+    for d in (-330..=0).step_by(5) {
+        rows.num("speed", m(d * day + 7), 3.0);
+    }
+    let l = lab(&rows);
+    let statements = |engine: &Engine, from: i64| {
+        let before = engine.reads();
+        let changes = LakeSource::new(engine)
+            .ignition_state_changes(SUBJECT, m(from), m(from + 60))
+            .unwrap();
+        (changes, engine.reads() - before)
+    };
+    l.run(Mechanism::IgnitionDetection, 0, 60, 60);
+    let (changes, walked) = statements(&l.engine, 0);
+    let off = (m(-5 * day), 0.0, 1.0);
+    assert_eq!(
+        changes
+            .iter()
+            .map(|c| (c.ts, c.new_state, c.prev_state))
+            .collect::<Vec<_>>(),
+        [off],
+        "OFF after the ON found 280 days back"
+    );
+    assert_eq!(
+        walked, 4,
+        "the detection's statement and three windows back"
+    );
+    let scan = Engine::new(l._t.open().unwrap()).direct_file_reads(false);
+    assert_eq!(statements(&scan, 0), (changes, 4), "the DuckLake scan");
+
+    // The reading lies in the statement's own window before the look-back: no walk.
+    let from = -300 * day + 30 * day + day;
+    assert_eq!(statements(&l.engine, from).1, 1);
+    l.run(Mechanism::IgnitionDetection, from, from + 60, from + 60);
+
+    // The look-back starts before the oldest file: nothing older to walk into.
+    let from = -330 * day + 20 * day;
+    assert_eq!(statements(&l.engine, from).1, 1);
+    assert_eq!(
+        statements(&scan, from).1,
+        5,
+        "no listing: the walk reaches the floor"
+    );
+    l.run(Mechanism::IgnitionDetection, from, from + 60, from + 60);
+}
+
+/// LocationsAt finds a fix far before its probes by the same walk, and keeps the per-probe
+/// ten-year limit: every probe's answer equals the newest real fix at or before it, no older
+/// than ten years, computed from the rows here.
+#[test]
+fn locations_at_walks_back_to_a_fix_far_before_the_probes() {
+    let day = 1440;
+    let mut rows = Rows::default();
+    rows.fix(m(-200 * day), 45.0, 7.0);
+    rows.fix(m(-50 * day), 0.0, 0.0);
+    rows.fix(m(10 * day), 46.0, 8.0);
+    for d in (-210..=0).step_by(7) {
+        rows.num("speed", m(d * day), 3.0);
+    }
+    let l = lab(&rows);
+    let ten_years = dq_query::activity::LOCATION_GAP_FILL_LOOKBACK;
+    let probes: Vec<DateTime<Utc>> = vec![
+        m(-day),
+        m(0),
+        m(-199 * day),
+        m(-201 * day),
+        m(9 * day),
+        m(-200 * day) + ten_years + TimeDelta::days(1),
+        m(10 * day) + ten_years,
+    ];
+    let expected: Vec<Option<(f64, f64)>> = probes
+        .iter()
+        .map(|p| {
+            rows.fixes
+                .iter()
+                .filter(|(t, lat, lon)| {
+                    t <= p && *t >= *p - ten_years && (*lat != 0.0 || *lon != 0.0)
+                })
+                .max_by_key(|(t, ..)| *t)
+                .map(|(_, lat, lon)| (*lat, *lon))
+        })
+        .collect();
+    assert!(expected.iter().any(Option::is_none) && expected.iter().any(Option::is_some));
+    let us: Vec<i64> = probes.iter().map(DateTime::timestamp_micros).collect();
+    let found = |engine: &Engine, probes: &[i64]| -> Vec<Option<(f64, f64)>> {
+        let out = engine.locations_at(SUBJECT, probes).unwrap();
+        out.iter()
+            .map(|l| l.as_ref().map(|l| (l.latitude, l.longitude)))
+            .collect()
+    };
+    let scan = Engine::new(l._t.open().unwrap()).direct_file_reads(false);
+    assert_eq!(found(&l.engine, &us), expected);
+    assert_eq!(found(&scan, &us), expected, "the DuckLake scan");
+    for (p, e) in us.iter().zip(&expected) {
+        assert_eq!(&found(&l.engine, &[*p])[0], e, "probe {p} alone");
+    }
+    // Two probes 200 days after their fix: the statement and three windows back.
+    let before = l.engine.reads();
+    assert_eq!(found(&l.engine, &us[..2]), expected[..2]);
+    assert_eq!(l.engine.reads() - before, 4);
+}
+
 // ---------------------------------------------------------------- FREQUENCY / CHANGE_POINT
 
 fn busy(rows: &mut Rows, minutes: impl IntoIterator<Item = i64>, per_min: i64) {
