@@ -17,7 +17,8 @@
 //! compared with the bare answer; a mismatch fails the run.
 //!
 //! "Cold" is the first request on a freshly opened DuckDB instance (new lake attach, new
-//! GraphQL state or FetchService, new server; the client's connection is opened beforehand);
+//! GraphQL state, or FetchService with `raw_events`' file listing loaded as the fetch
+//! function's init does, new server; the client's connection is opened beforehand);
 //! "warm" are the requests after a warm-up on the last of those instances. Only one DuckDB
 //! instance is open at a time.
 
@@ -413,7 +414,7 @@ fn render(fleet: &FleetConfig, args: &Args, figures: &[CatalogFigures]) -> Strin
          events: the same SQL without HTTP, GraphQL, gRPC or auth), so the serving overhead shows \
          beside it; every served answer is checked equal to the bare answer before timing. Cold = \
          the first request on a freshly opened DuckDB instance (new lake attach, new GraphQL state \
-         or FetchService and server; the client connection is opened first, the OS page cache is \
+         or FetchService with its file listing loaded as the fetch function's init, and server; the client connection is opened first, the OS page cache is \
          not dropped), {} samples, each its own instance; \"open\" is the time to build that \
          instance. Warm = {} requests after {} warm-up requests on one instance, sequential, \
          client and server in one process on the same cores; percentiles are nearest-rank. \
@@ -994,7 +995,9 @@ impl<'a> Bench<'a> {
                 }
             }
             Path::Grpc => {
+                // As the function's init: the lake, then `raw_events`' file listing.
                 let db = Arc::new(dq_rawquery::Db::new(lake));
+                db.preload_listing();
                 let api = dq_fetch::FetchApi::new(
                     db,
                     dq_rawquery::Payloads::new(None),

@@ -163,14 +163,20 @@ pub async fn api_from_env(listener: Option<SocketAddr>) -> Result<FetchApi, Star
     };
     let lake_cfg =
         dq_lake::LakeConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets).await?;
-    let lake = tokio::task::spawn_blocking(move || dq_lake::Lake::open(lake_cfg))
-        .await
-        .map_err(|e| StartError::Setting {
-            key: "DUCKLAKE_CATALOG_DSN",
-            reason: format!("opening the lake failed: {e}"),
-        })??;
+    // The lake opens, then `raw_events`' file listing loads: a new instance's first request
+    // reads instead of listing.
+    let db = tokio::task::spawn_blocking(move || {
+        let db = Db::new(dq_lake::Lake::open(lake_cfg)?);
+        db.preload_listing();
+        Ok::<_, dq_lake::Error>(db)
+    })
+    .await
+    .map_err(|e| StartError::Setting {
+        key: "DUCKLAKE_CATALOG_DSN",
+        reason: format!("opening the lake failed: {e}"),
+    })??;
     let authenticator = GrpcAuthenticator::from_settings(validator, &settings);
-    let mut api = FetchApi::new(Arc::new(Db::new(lake)), Payloads::new(store), authenticator)
+    let mut api = FetchApi::new(Arc::new(db), Payloads::new(store), authenticator)
         .with_concurrency_limit(max_concurrent)
         .with_max_deadline(max_deadline)
         .with_observe(crate::observe::Observe::from_env().map_err(|reason| {

@@ -482,6 +482,25 @@ impl TableFiles {
     }
 }
 
+/// Brings `files`' listing to the newest snapshot on a connection of `pool`: what the fetch
+/// function's init runs, so that its first request finds it instead of loading it (a whole
+/// load is tens of ms on a fresh instance, most of a cold request, and ~430 ms at 10⁵ files on
+/// PostgreSQL), and finds a pooled connection. `None` when the load failed (logged; the first
+/// read loads it itself).
+pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> {
+    let load = || {
+        let pooled = pool.checkout()?;
+        let report = crate::request_snapshot(pooled.conn(), pool.is_postgres())
+            .and_then(|snapshot| files.listing(pooled.conn(), snapshot));
+        let error = report.as_ref().err().map(ToString::to_string);
+        pool.give_back(pooled, error.as_deref());
+        report.map_err(|e| crate::db_error(pool.redactor(), "preload table files", e))
+    };
+    load()
+        .inspect_err(|e| tracing::warn!(error = %e, "preloading a file listing failed"))
+        .ok()
+}
+
 /// `begin_snapshot <= S AND (end_snapshot IS NULL OR end_snapshot > S)` for `alias`.
 fn live(alias: &str, snapshot: i64) -> String {
     format!(

@@ -56,6 +56,11 @@ impl DirectFiles {
         }
     }
 
+    /// The listing of `raw_events`' files.
+    pub(crate) fn table_files(&self) -> &TableFiles {
+        &self.files
+    }
+
     /// Relations of `raw_events` read from its files directly so far.
     pub fn reads(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
+use dq_lake::files::ListingSource;
 use dq_lake::testing::{Backend, TestLake};
 use dq_lake::{backend_tests, SharedLake};
 use dq_rawquery::{Db, Filter, Order, StoredRow, StringFilter, Voiding};
@@ -211,6 +212,15 @@ async fn direct_reads(backend: Backend) {
     // The seed's small bundles and the tombstone were inlined in the catalog (din inlines
     // ≤ 10 rows): reads of their types take the scan, every read without a type filter too.
     let f = fixture(&t);
+    // The init's preload loads the listing whole, and the first read finds it.
+    let loaded = f.direct.preload_listing().expect("preloaded");
+    assert_eq!(
+        (loaded.source, loaded.files > 0),
+        (ListingSource::Loaded, true)
+    );
+    let again = f.direct.preload_listing().expect("preloaded");
+    assert_eq!(again.source, ListingSource::Cached);
+    assert!(f.scan.preload_listing().is_none());
     let reads = compare(&f, "inlined bundles", &[around()]).await;
     assert!(reads > 0);
     hides(&f).await;
