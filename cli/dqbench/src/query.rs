@@ -414,8 +414,8 @@ fn render(fleet: &FleetConfig, args: &Args, figures: &[CatalogFigures]) -> Strin
          events: the same SQL without HTTP, GraphQL, gRPC or auth), so the serving overhead shows \
          beside it; every served answer is checked equal to the bare answer before timing. Cold = \
          the first request on a freshly opened DuckDB instance (new lake attach, new GraphQL state \
-         or FetchService with its file listing loaded as the fetch function's init, and server; the client connection is opened first, the OS page cache is \
-         not dropped), {} samples, each its own instance; \"open\" is the time to build that \
+         or FetchService with its file listing loaded as the fetch function's init, and server; \
+         the client connection is opened first, the OS page cache is not dropped), {} samples, each its own instance; \"open\" is the time to build that \
          instance. Warm = {} requests after {} warm-up requests on one instance, sequential, \
          client and server in one process on the same cores; percentiles are nearest-rank. \
          FetchService is served on the real router (`dq_fetch::server::router`) with TCP_NODELAY on \

@@ -488,17 +488,15 @@ impl TableFiles {
 /// PostgreSQL), and finds a pooled connection. `None` when the load failed (logged; the first
 /// read loads it itself).
 pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> {
-    let load = || {
-        let pooled = pool.checkout()?;
-        let report = crate::request_snapshot(pooled.conn(), pool.is_postgres())
-            .and_then(|snapshot| files.listing(pooled.conn(), snapshot));
-        let error = report.as_ref().err().map(ToString::to_string);
-        pool.give_back(pooled, error.as_deref());
+    pool.run(|conn| {
+        crate::request_snapshot(conn, pool.is_postgres())
+            .and_then(|snapshot| files.listing(conn, snapshot))
+    })
+    .and_then(|report| {
         report.map_err(|e| crate::db_error(pool.redactor(), "preload table files", e))
-    };
-    load()
-        .inspect_err(|e| tracing::warn!(error = %e, "preloading a file listing failed"))
-        .ok()
+    })
+    .inspect_err(|e| tracing::warn!(error = %e, "preloading a file listing failed"))
+    .ok()
 }
 
 /// `begin_snapshot <= S AND (end_snapshot IS NULL OR end_snapshot > S)` for `alias`.

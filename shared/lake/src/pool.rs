@@ -208,6 +208,22 @@ impl Pool {
         })
     }
 
+    /// Runs `f` on a checked-out connection and gives it back with `f`'s error, if any (which
+    /// decides whether the lake is reopened: [`Pool::give_back`]).
+    ///
+    /// # Errors
+    /// The checkout's ([`Pool::checkout`]); `f`'s own result comes back inside.
+    pub fn run<T, E: std::fmt::Display>(
+        &self,
+        f: impl FnOnce(&duckdb::Connection) -> std::result::Result<T, E>,
+    ) -> Result<std::result::Result<T, E>> {
+        let pooled = self.checkout()?;
+        let out = f(pooled.conn());
+        let error = out.as_ref().err().map(ToString::to_string);
+        self.give_back(pooled, error.as_deref());
+        Ok(out)
+    }
+
     /// Returns a connection after its statement; `error` is the statement's error text, if it
     /// failed. A connection whose instance was invalidated (or whose catalog refused rotated
     /// credentials) is dropped and the lake reopened, so the failed request is the only one

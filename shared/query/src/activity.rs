@@ -129,7 +129,7 @@ impl SummaryAhead {
 
 /// The ignition transitions over `[from, to)` from the readings `rows` (µs, value,
 /// cloud_event_id): those at or after `lookback_us` (the look-back window's) R1-deduplicated,
-/// the one before it (read over [`prior_window`]) as `prior`, else the one `older` finds
+/// the one before it (read over [`first_window`]) as `prior`, else the one `older` finds
 /// further back, then the reference definition.
 fn ignition_changes<'r>(
     rows: impl Iterator<Item = (i64, f64, &'r str)>,
@@ -168,10 +168,11 @@ fn ignition_reading() -> String {
     )
 }
 
-/// Where a detection's statement looks for `prior` (the newest ignition reading before the
-/// look-back from `lookback_us`): the look-back's first window before it.
-fn prior_window(lookback_us: i64) -> (i64, i64) {
-    (lookback_us.saturating_sub(LOOK_BACK_FIRST_US), lookback_us)
+/// A look-back's first window before `before_us` (`[from, before_us)`): where the statement
+/// that needs the newest row before that time looks for it — detection's `prior` before its
+/// look-back, a gap-fill's fix before its earliest probe.
+fn first_window(before_us: i64) -> (i64, i64) {
+    (before_us.saturating_sub(LOOK_BACK_FIRST_US), before_us)
 }
 
 /// The subject's (bound parameter) newest row of `predicate` in `relation` over `[lo, hi)`
@@ -302,7 +303,7 @@ impl SignalSource for LakeSource<'_> {
         let lookback = ignition_lookback_us(from);
         let columns = format!("epoch_us(\"timestamp\"), value_number, {READ_TIEBREAK}");
         // `prior` reads the days before the look-back: its own relation.
-        let before = prior_window(lookback);
+        let before = first_window(lookback);
         let windows = [(lookback, us(to)), before];
         let sql = |[recent, older]: &[String; 2]| {
             format!(
@@ -591,14 +592,14 @@ impl Engine {
     }
 
     /// The newest ignition reading's value before the first window of the look-back from
-    /// `lookback_us` ([`prior_window`]): `prior` when that window held none.
+    /// `lookback_us` ([`first_window`]): `prior` when that window held none.
     fn older_prior(&self, subject: &str, lookback_us: i64) -> Result<Option<f64>> {
         self.newest_signal_before(
             "older ignition reading",
             subject,
             &ignition_reading(),
             "value_number",
-            (i64::MIN, prior_window(lookback_us).0),
+            (i64::MIN, first_window(lookback_us).0),
             |r| r.get(0),
         )
     }
@@ -670,7 +671,7 @@ impl Engine {
             .map(|(i, t)| format!("({i}, {})", ts_lit(*t)))
             .collect();
         let floor = min.saturating_sub(lookback);
-        let first = min.saturating_sub(LOOK_BACK_FIRST_US).max(floor);
+        let first = first_window(min).0.max(floor);
         let fix = format!(
             "name = {} AND (loc_lat != 0 OR loc_lon != 0)",
             quote(LOCATION_SIGNAL)
@@ -1052,7 +1053,7 @@ impl Engine {
             "{ignition}::INTEGER, epoch_us(\"timestamp\"), {READ_TIEBREAK}, value_number, \
              NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE"
         );
-        let before = prior_window(lookback);
+        let before = first_window(lookback);
         let sql = |[window, older]: &[String; 2]| {
             format!(
                 "{} UNION ALL ({})",

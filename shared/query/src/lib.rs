@@ -147,11 +147,7 @@ impl Engine {
         context: &str,
         f: impl FnOnce(&Connection) -> duckdb::Result<T>,
     ) -> Result<T> {
-        let pooled = self.pool.checkout()?;
-        let result = f(pooled.conn());
-        let error = result.as_ref().err().map(ToString::to_string);
-        self.pool.give_back(pooled, error.as_deref());
-        result.map_err(|e| self.db_error(context, e))
+        self.pool.run(f)?.map_err(|e| self.db_error(context, e))
     }
 
     /// Runs `run(conn, snapshot)` on a pooled connection, where `snapshot` is the one every
@@ -216,7 +212,7 @@ impl Engine {
         if let Some(relation) = testing::relation(table) {
             return self.with_conn(context, |c| run_on(c, &[(); N].map(|()| relation.clone())));
         }
-        let files = self.files.iter().find(|f| *f.spec() == table.spec());
+        let files = self.files_of(table);
         let bucket = [subject_bucket(subject).to_string()];
         self.with_snapshot(context, |c, snapshot| {
             let run = |relations: &[String; N]| run_on(c, relations);
@@ -247,6 +243,11 @@ impl Engine {
         })
     }
 
+    /// The listing of `table`'s files (`None`: direct reads are off).
+    fn files_of(&self, table: FileTable) -> Option<&dq_lake::files::TableFiles> {
+        self.files.iter().find(|f| *f.spec() == table.spec())
+    }
+
     /// Whether a read of `subject`'s bucket of `table` over `window` (`[from_us, to_us)`) at
     /// the request's snapshot may find a row: false only when that snapshot's listing shows no
     /// file there and nothing inlined. A listing that cannot say, or fails, says true (the read
@@ -257,7 +258,7 @@ impl Engine {
         if testing::relation(table).is_some() {
             return true;
         }
-        let Some(files) = self.files.iter().find(|f| *f.spec() == table.spec()) else {
+        let Some(files) = self.files_of(table) else {
             return true;
         };
         let bucket = [subject_bucket(subject).to_string()];

@@ -70,15 +70,13 @@ impl Db {
     {
         let db = Arc::clone(self);
         dq_lake::interruptible(move || {
-            let pooled = db.pool.checkout()?;
-            let mut reader = Reader::new(pooled.conn(), db.pool.redactor(), db.pool.is_postgres());
-            if let Some(files) = &db.files {
-                reader = reader.with_files(files);
-            }
-            let out = f(&reader);
-            let error = out.as_ref().err().map(ToString::to_string);
-            db.pool.give_back(pooled, error.as_deref());
-            out
+            db.pool.run(|conn| {
+                let mut reader = Reader::new(conn, db.pool.redactor(), db.pool.is_postgres());
+                if let Some(files) = &db.files {
+                    reader = reader.with_files(files);
+                }
+                f(&reader)
+            })?
         })
         .await
         .map_err(|e| FetchError::Internal(format!("lake read task failed: {e}")))?
