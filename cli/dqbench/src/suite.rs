@@ -1089,8 +1089,8 @@ fn render(run: &Run) -> String {
          **ClickHouse**: chDB (PyPI `chdb`, ClickHouse 26.9) over the same rows loaded into \
          MergeTree tables ordered by (subject, name, timestamp) and (subject, time), loaded in \
          {:.0} s. The three answers are checked equal before timing; a mismatch fails the run. \
-         Cold = first request on a freshly opened instance (DuckDB: attach, and for FetchService \
-         `raw_events`' file listing loaded as the fetch function's init does — its cost is in \
+         Cold = first request on a freshly opened instance (DuckDB: attach, and the file \
+         listings of the tables dq's path reads, loaded as the functions' inits do — their cost is in \
          \"open\" and in the functions' cold start below; ClickHouse: a new chDB session \
          process); warm = up to the stated number of sequential requests on one \
          instance, percentiles nearest-rank. dq's figures include HTTP/gRPC, auth and JSON/protobuf; \

@@ -277,12 +277,17 @@ pub async fn state_from_env() -> Result<AppState, String> {
     let cfg = dq_lake::LakeConfig::from_lookup_with_secrets(dq_config::env_lookup, &secrets)
         .await
         .map_err(|e| e.to_string())?;
-    let lake = tokio::task::spawn_blocking(move || dq_lake::Lake::open(cfg))
-        .await
-        .map_err(|e| format!("open lake: {e}"))?
-        .map_err(|e| format!("open lake: {e}"))?;
+    // The lake opens, then the file listings of every table a request reads load: a new
+    // instance's first request reads instead of listing.
+    let (engine, db) = tokio::task::spawn_blocking(move || {
+        let (engine, db) = share_lake(dq_lake::Lake::open(cfg)?);
+        preload(&engine, &db);
+        Ok::<_, dq_lake::Error>((engine, db))
+    })
+    .await
+    .map_err(|e| format!("open lake: {e}"))?
+    .map_err(|e| format!("open lake: {e}"))?;
     let (dialect, dialect_settings) = DialectSettings::from_lookup(|k| std::env::var(k).ok())?;
-    let (engine, db) = share_lake(lake);
     let links = settings.identity_api_url.clone().map(|url| {
         Arc::new(dq_auth::remote::IdentityApi::new(http.clone(), url))
             as Arc<dyn dq_auth::DeviceLinks>
@@ -306,6 +311,16 @@ pub fn share_lake(lake: dq_lake::Lake) -> (Engine, Arc<dq_rawquery::Db>) {
         Engine::on(Arc::clone(&shared)),
         Arc::new(dq_rawquery::Db::on(shared)),
     )
+}
+
+/// Loads the file listing of every table the readers of [`share_lake`] read directly, one
+/// table after another on one connection: the function's init. A load that fails is logged and
+/// left to the first read.
+pub fn preload(engine: &Engine, db: &dq_rawquery::Db) {
+    if let Err(e) = engine.list_files() {
+        tracing::warn!(error = %e, "preloading the file listings failed");
+    }
+    db.preload_listing();
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response {

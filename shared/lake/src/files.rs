@@ -482,11 +482,11 @@ impl TableFiles {
     }
 }
 
-/// Brings `files`' listing to the newest snapshot on a connection of `pool`: what the fetch
-/// function's init runs, so that its first request finds it instead of loading it (a whole
-/// load is tens of ms on a fresh instance, most of a cold request, and ~430 ms at 10⁵ files on
-/// PostgreSQL), and finds a pooled connection. `None` when the load failed (logged; the first
-/// read loads it itself).
+/// Brings `files`' listing to the newest snapshot on a connection of `pool`: what the query
+/// functions' init runs, so that their first request finds it instead of loading it (a whole
+/// load is a few ms on a fresh instance of a small lake, most of a cold request, and ~450 ms at
+/// 10⁵ files on PostgreSQL), and finds a pooled connection. `None` when the load failed
+/// (logged; the first read loads it itself).
 pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> {
     pool.run(|conn| {
         crate::request_snapshot(conn, pool.is_postgres())
@@ -516,32 +516,84 @@ fn changed(alias: &str, from: i64, to: i64) -> String {
 }
 
 fn load(conn: &Connection, postgres: bool, spec: &TableSpec, s: i64) -> duckdb::Result<Listing> {
+    match load_once(conn, postgres, spec, s) {
+        // din's flush dropped an inlined-data table between the two statements: its rows are
+        // in files now, dated back to their snapshots, so the load at `s` again finds them.
+        Err(e) if is_missing_inlined_table(&e) => load_once(conn, postgres, spec, s),
+        other => other,
+    }
+}
+
+/// A whole load in two catalog statements (three with inlined deletes): the table's head row
+/// (id, paths, `next_file_id`, partition specs, inlined tables), then its live files with
+/// their partition values and delete files beside the inlined rows' keys. On PostgreSQL both
+/// run inside the catalog (`postgres_query`) and never through DuckDB's scanner of it, whose
+/// first use on a fresh instance loads the catalog's schema (measured on a 10-vehicle lake:
+/// seven statements, most through the scanner, took 13–18 ms a table; these two take 4–9).
+fn load_once(
+    conn: &Connection,
+    postgres: bool,
+    spec: &TableSpec,
+    s: i64,
+) -> duckdb::Result<Listing> {
     let (name, layout) = (spec.name, spec.layout());
     let mut listing = Listing::unusable(s);
-    // The table's id and where its relative paths resolve: DuckLake's data path (as attached,
-    // `ducklake_settings`), the schema's path under it, the table's under that, each when
-    // marked relative. Asked of the catalog rows, not of `ducklake_list_files`, which loads
-    // DuckLake's whole catalog on a fresh instance (~60 ms, most of a cold first request) and
-    // lists every file of the table again (~260 ms at 10⁵ files). Tests compare both listings.
-    let table: Option<(i64, String)> = conn
+    let m = if postgres {
+        String::new()
+    } else {
+        format!("{META}.")
+    };
+    let in_catalog = |sql: String| {
+        if postgres {
+            format!("postgres_query('{META}', {})", quote(&sql))
+        } else {
+            format!("({sql})")
+        }
+    };
+    // Where relative paths resolve: DuckLake's data path (as attached, `ducklake_settings`),
+    // the schema's path under it, the table's under that, each when marked relative. Asked of
+    // the catalog rows, not of `ducklake_list_files`, which loads DuckLake's whole catalog on
+    // a fresh instance (~60 ms) and lists every file of the table again (~260 ms at 10⁵
+    // files). Tests compare both listings. Partition specs come as `id=spec`, joined by SEP.
+    let head = format!(
+        "SELECT t.table_id, sc.path AS schema_path, sc.path_is_relative AS schema_relative, \
+           t.path, t.path_is_relative, \
+           (SELECT next_file_id FROM {m}ducklake_snapshot WHERE snapshot_id = {s}) AS next_id, \
+           (SELECT string_agg(CAST(l.partition_id AS VARCHAR) || '=' || l.spec, chr(31)) \
+              FROM (SELECT pc.partition_id, string_agg(pc.transform || ':' || c.column_name, \
+                      ',' ORDER BY pc.partition_key_index) AS spec \
+                    FROM {m}ducklake_partition_column pc \
+                    JOIN {m}ducklake_column c ON c.table_id = pc.table_id \
+                      AND c.column_id = pc.column_id AND {} \
+                    WHERE pc.table_id = t.table_id GROUP BY pc.partition_id) l) AS layouts, \
+           {} AS inlined_tables, {} AS inlined_deletes \
+         FROM {m}ducklake_table t \
+         JOIN {m}ducklake_schema sc ON sc.schema_id = t.schema_id \
+         WHERE sc.schema_name = 'main' AND t.table_name = '{name}' AND {} AND {}",
+        live("c", s),
+        inlined_tables_sql(&m, "t.table_id"),
+        inlined_deletes_exist(postgres, "t.table_id"),
+        live("t", s),
+        live("sc", s)
+    );
+    let head = conn
         .query_row(
             &format!(
-                "SELECT t.table_id, sc.path, sc.path_is_relative, t.path, t.path_is_relative, \
-                   (SELECT data_path FROM ducklake_settings('{LAKE}')) \
-                 FROM {META}.ducklake_table t \
-                 JOIN {META}.ducklake_schema sc ON sc.schema_id = t.schema_id \
-                 WHERE sc.schema_name = 'main' AND t.table_name = '{name}' AND {} AND {}",
-                live("t", s),
-                live("sc", s)
+                "SELECT (SELECT data_path FROM ducklake_settings('{LAKE}')), h.* FROM {} h",
+                in_catalog(head)
             ),
             [],
             |r| {
-                let data_path: String = r.get(5)?;
-                let schema = under(&data_path, &r.get::<_, String>(1)?, r.get(2)?);
-                Ok((
-                    r.get(0)?,
-                    under(&schema, &r.get::<_, String>(3)?, r.get(4)?),
-                ))
+                let data_path: String = r.get(0)?;
+                let schema = under(&data_path, &r.get::<_, String>(2)?, r.get(3)?);
+                Ok(Head {
+                    table: r.get(1)?,
+                    prefix: under(&schema, &r.get::<_, String>(4)?, r.get(5)?),
+                    next_file_id: r.get(6)?,
+                    layouts: r.get(7)?,
+                    inlined_tables: r.get(8)?,
+                    inlined_deletes: r.get(9)?,
+                })
             },
         )
         .map(Some)
@@ -549,102 +601,102 @@ fn load(conn: &Connection, postgres: bool, spec: &TableSpec, s: i64) -> duckdb::
             duckdb::Error::QueryReturnedNoRows => Ok(None),
             e => Err(e),
         })?;
-    let Some((table, prefix)) = table else {
+    let Some(head) = head else {
         return Ok(listing);
     };
-    let next_file_id: i64 = conn.query_row(
-        &format!("SELECT next_file_id FROM {META}.ducklake_snapshot WHERE snapshot_id = {s}"),
-        [],
-        |r| r.get(0),
-    )?;
-
+    let table = head.table;
+    let next_file_id = head.next_file_id;
     // Partition specs laid out as the table's; files of any other spec are read for every key.
-    let mut stmt = conn.prepare(&format!(
-        "SELECT pc.partition_id, \
-           string_agg(pc.transform || ':' || c.column_name, ',' ORDER BY pc.partition_key_index) \
-         FROM {META}.ducklake_partition_column pc \
-         JOIN {META}.ducklake_column c ON c.table_id = pc.table_id AND c.column_id = pc.column_id \
-           AND {} \
-         WHERE pc.table_id = {table} GROUP BY pc.partition_id",
-        live("c", s)
-    ))?;
-    let layout_ids: HashSet<i64> = stmt
-        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
-        .filter_map(|row| match row {
-            Ok((id, spec)) if spec == layout => Some(Ok(id)),
-            Ok(_) => None,
-            Err(e) => Some(Err(e)),
-        })
-        .collect::<duckdb::Result<_>>()?;
-
-    // The catalog's data files live at S, with partition values and live delete files. On
-    // PostgreSQL the statement runs inside the catalog (`postgres_query`), which sends the
-    // table's file rows only, instead of DuckDB copying the catalog's file, partition-value
-    // and delete-file tables through the scanner first.
-    let m = if postgres {
-        String::new()
-    } else {
-        format!("{META}.")
+    let layout_ids: HashSet<i64> = head
+        .layouts
+        .as_deref()
+        .unwrap_or_default()
+        .split(SEP)
+        .filter_map(|entry| entry.split_once('='))
+        .filter(|(_, spec)| *spec == layout)
+        .filter_map(|(id, _)| id.parse().ok())
+        .collect();
+    let Some(inlined_tables) = inlined_names(head.inlined_tables) else {
+        return Ok(Listing::unusable(s));
     };
+
+    // The live files with their partition values and delete files, beside the keys of the
+    // rows live in the inlined-data tables: on PostgreSQL the catalog sends the table's file
+    // rows only, instead of DuckDB copying its file, partition-value and delete-file tables
+    // through the scanner first.
     let files = format!(
-        "SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
-           f.mapping_id IS NULL AND f.encryption_key IS NULL, \
-           string_agg(p.partition_value, chr(31) ORDER BY p.partition_key_index) AS part, \
-           d.n, d.max_id, d.path AS del_path, d.relative AS del_relative, d.plain AS del_plain \
-         FROM {m}ducklake_data_file f \
-         LEFT JOIN {m}ducklake_file_partition_value p ON p.data_file_id = f.data_file_id \
-         LEFT JOIN ({}) d ON d.data_file_id = f.data_file_id \
-         WHERE f.table_id = {table} AND {} \
-         GROUP BY f.data_file_id, f.path, f.path_is_relative, f.partition_id, f.mapping_id, \
-           f.encryption_key, d.n, d.max_id, d.path, d.relative, d.plain",
+        "SELECT b.keys, f.* FROM (SELECT {} AS keys) b LEFT JOIN (\
+           SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
+             f.mapping_id IS NULL AND f.encryption_key IS NULL AS catalog_plain, \
+             string_agg(p.partition_value, chr(31) ORDER BY p.partition_key_index) AS part, \
+             d.n, d.max_id, d.path AS del_path, d.relative AS del_relative, d.plain AS del_plain \
+           FROM {m}ducklake_data_file f \
+           LEFT JOIN {m}ducklake_file_partition_value p ON p.data_file_id = f.data_file_id \
+           LEFT JOIN ({}) d ON d.data_file_id = f.data_file_id \
+           WHERE f.table_id = {table} AND {} \
+           GROUP BY f.data_file_id, f.path, f.path_is_relative, f.partition_id, f.mapping_id, \
+             f.encryption_key, d.n, d.max_id, d.path, d.relative, d.plain) f ON true",
+        inlined_keys_sql(&m, &key_text(spec, postgres), &inlined_tables, s),
         delete_files_sql(&m, table, s),
         live("f", s)
     );
-    let mut stmt = conn.prepare(&if postgres {
-        format!("SELECT * FROM postgres_query('{META}', {})", quote(&files))
-    } else {
-        files
-    })?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            (
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, bool>(2)?,
-                r.get::<_, Option<i64>>(3)?,
-                r.get::<_, bool>(4)?,
-                r.get::<_, Option<String>>(5)?,
-            ),
-            delete_files_at(r, 6)?,
-        ))
-    })?;
-    for row in rows {
-        let ((id, path, relative, partition_id, plain, values), deletes) = row?;
-        let partition = partition_of(&layout_ids, partition_id, values.as_deref());
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {}", in_catalog(files)))?;
+    let mut rows = stmt.query([])?;
+    let mut keys = None;
+    while let Some(r) = rows.next()? {
+        keys = r.get::<_, Option<String>>(0)?;
+        // No file row: the one row of a table without files.
+        let Some(id) = r.get::<_, Option<i64>>(1)? else {
+            continue;
+        };
+        let partition = partition_of(
+            &layout_ids,
+            r.get(4)?,
+            r.get::<_, Option<String>>(6)?.as_deref(),
+        );
+        let deletes = delete_files_at(r, 7)?;
+        let relative: bool = r.get(3)?;
         let file = DataFile {
             id,
-            path: under(&prefix, &path, relative),
+            path: under(&head.prefix, &r.get::<_, String>(2)?, relative),
             day: partition.as_ref().and_then(|(_, d)| *d),
             deletes: deletes
                 .path
                 .as_ref()
-                .map(|(path, relative)| under(&prefix, path, *relative)),
-            plain: plain && id < next_file_id && deletes.readable(next_file_id),
+                .map(|(path, relative)| under(&head.prefix, path, *relative)),
+            plain: r.get::<_, bool>(5)? && id < next_file_id && deletes.readable(next_file_id),
         };
         listing.insert(partition.map(|(k, _)| k), file);
     }
-    listing.prefix = Arc::from(prefix);
     listing.table_id = table;
     listing.next_file_id = next_file_id;
     listing.layout_ids = Arc::new(layout_ids);
-    let Some((tables, keys)) = inlined(conn, spec, table, s)? else {
-        return Ok(Listing::unusable(s));
-    };
-    listing.inlined_tables = Arc::new(tables);
-    listing.inlined = keys;
-    listing.inlined_deletes = Arc::new(inlined_deletes(conn, postgres, table, s)?);
+    listing.inlined_tables = Arc::new(inlined_tables);
+    listing.inlined = parse_keys(keys);
+    listing.inlined_deletes = Arc::new(inlined_deletes(
+        conn,
+        postgres,
+        table,
+        s,
+        head.inlined_deletes,
+    )?);
+    listing.prefix = Arc::from(head.prefix);
     listing.usable = true;
     Ok(listing)
+}
+
+/// The head row of a whole load.
+struct Head {
+    table: i64,
+    /// The table's path, resolved: what its files' relative paths are under.
+    prefix: String,
+    next_file_id: i64,
+    /// `partition_id=spec` by partition spec, joined by [`SEP`].
+    layouts: Option<String>,
+    /// [`inlined_tables_sql`]'s list.
+    inlined_tables: Option<String>,
+    /// [`inlined_deletes_exist`]'s answer.
+    inlined_deletes: Option<bool>,
 }
 
 /// `path` as DuckLake resolves it: under `base` when the catalog marks it relative.
@@ -682,37 +734,56 @@ fn delete_files_at(r: &duckdb::Row<'_>, at: usize) -> duckdb::Result<DeleteFiles
     })
 }
 
-/// DuckLake's table of the deletes it keeps in the catalog for the table with id `table`:
-/// `(file_id, row_id, begin_snapshot)`, `row_id` the position in the file. Created on the
+/// DuckLake's table of the deletes it keeps in the catalog for a table, named by the table's
+/// id: `(file_id, row_id, begin_snapshot)`, `row_id` the position in the file. Created on the
 /// table's first inlined delete.
-fn inlined_delete_table(table: i64) -> String {
-    format!("ducklake_inlined_delete_{table}")
+const INLINED_DELETE_TABLE: &str = "ducklake_inlined_delete_";
+
+/// Whether the inlined-delete table of the table with id `table` (a SQL expression) exists, as
+/// a column of a catalog statement: PostgreSQL can say; the file catalog's metadata tables are
+/// not listed anywhere DuckDB can ask (NULL: try it).
+fn inlined_deletes_exist(postgres: bool, table: &str) -> String {
+    if postgres {
+        format!("to_regclass('{INLINED_DELETE_TABLE}' || {table}) IS NOT NULL")
+    } else {
+        "CAST(NULL AS BOOLEAN)".into()
+    }
 }
 
 /// The deletes of `table` kept in the catalog and live at `s`, as row positions by data file.
+/// `exists`: whether the catalog holds its inlined-delete table, when already asked
+/// ([`inlined_deletes_exist`]).
 fn inlined_deletes(
     conn: &Connection,
     postgres: bool,
     table: i64,
     s: i64,
+    exists: Option<bool>,
 ) -> duckdb::Result<HashMap<i64, Vec<i64>>> {
-    let name = inlined_delete_table(table);
     let select = format!(
-        "SELECT file_id, row_id FROM {{m}}{name} WHERE begin_snapshot <= {s} ORDER BY 1, 2"
+        "SELECT file_id, row_id FROM {{m}}{INLINED_DELETE_TABLE}{table} \
+         WHERE begin_snapshot <= {s} ORDER BY 1, 2"
     );
-    let sql = if postgres {
+    let exists = match exists {
+        Some(known) => known,
         // Asked first, so a lake without inlined deletes logs no error in PostgreSQL.
-        let exists: bool = conn.query_row(
+        None if postgres => conn.query_row(
             &format!(
                 "SELECT * FROM postgres_query('{META}', {})",
-                quote(&format!("SELECT to_regclass({}) IS NOT NULL", quote(&name)))
+                quote(&format!(
+                    "SELECT {}",
+                    inlined_deletes_exist(true, &table.to_string())
+                ))
             ),
             [],
             |r| r.get(0),
-        )?;
-        if !exists {
-            return Ok(HashMap::new());
-        }
+        )?,
+        None => true,
+    };
+    if !exists {
+        return Ok(HashMap::new());
+    }
+    let sql = if postgres {
         format!(
             "SELECT * FROM postgres_query('{META}', {})",
             quote(&select.replace("{m}", ""))
@@ -788,13 +859,13 @@ fn refresh(
         "SELECT b.kept, b.next_file_id, b.table_live, b.inlined_tables, b.inlined_keys, \
            f.data_file_id, \
            f.path, f.path_is_relative, f.partition_id, f.catalog_plain, f.live, f.part, \
-           f.n, f.max_id, f.del_path, f.del_relative, f.del_plain \
+           f.n, f.max_id, f.del_path, f.del_relative, f.del_plain, b.deletes_exist \
          FROM (SELECT \
              EXISTS (SELECT 1 FROM {m}ducklake_snapshot WHERE snapshot_id = {from}) AS kept, \
              (SELECT next_file_id FROM {m}ducklake_snapshot WHERE snapshot_id = {s}) AS next_file_id, \
              EXISTS (SELECT 1 FROM {m}ducklake_table t WHERE t.table_id = {table} AND {}) \
                AS table_live, \
-             {} AS inlined_tables, {} AS inlined_keys) b \
+             {} AS inlined_tables, {} AS inlined_keys, {} AS deletes_exist) b \
          LEFT JOIN (SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
              f.mapping_id IS NULL AND f.encryption_key IS NULL AS catalog_plain, \
              ({}) AS live, \
@@ -811,8 +882,9 @@ fn refresh(
              SELECT c.data_file_id FROM {m}ducklake_delete_file c \
                WHERE c.table_id = {table} AND ({} OR c.delete_file_id >= {next}))) f ON true",
         live("t", s),
-        inlined_tables_sql(&m, table),
+        inlined_tables_sql(&m, &table.to_string()),
         inlined_keys_sql(&m, &key_text(spec, postgres), scanned, s),
+        inlined_deletes_exist(postgres, &table.to_string()),
         live("f", s),
         changed("c", from, s),
         changed("c", from, s),
@@ -844,6 +916,7 @@ fn refresh(
                 r.get::<_, bool>(2)?,
                 r.get::<_, Option<String>>(3)?,
                 r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<bool>>(17)?,
             ));
         }
         // No file row: the one row of a refresh with no change.
@@ -860,7 +933,7 @@ fn refresh(
             });
         }
     }
-    let Some((kept, Some(next_file_id), table_live, tables, keys)) = head else {
+    let Some((kept, Some(next_file_id), table_live, tables, keys, deletes_exist)) = head else {
         return Ok(None);
     };
     if !kept || !table_live {
@@ -927,7 +1000,7 @@ fn refresh(
         );
     }
     next.by_key.retain(|_, files| !files.is_empty());
-    next.inlined_deletes = Arc::new(inlined_deletes(conn, postgres, table, s)?);
+    next.inlined_deletes = Arc::new(inlined_deletes(conn, postgres, table, s, deletes_exist)?);
     Ok(Some(next))
 }
 
@@ -944,7 +1017,7 @@ struct Changed {
 }
 
 /// The names of `table`'s inlined-data tables, comma-separated in name order.
-fn inlined_tables_sql(m: &str, table: i64) -> String {
+fn inlined_tables_sql(m: &str, table: &str) -> String {
     format!(
         "(SELECT string_agg(table_name, ',' ORDER BY table_name) \
           FROM {m}ducklake_inlined_data_tables WHERE table_id = {table})"
@@ -1028,7 +1101,7 @@ fn inlined(
     let m = format!("{META}.");
     let key = key_text(spec, false);
     let tables = conn.query_row(
-        &format!("SELECT {}", inlined_tables_sql(&m, table)),
+        &format!("SELECT {}", inlined_tables_sql(&m, &table.to_string())),
         [],
         |r| r.get(0),
     )?;

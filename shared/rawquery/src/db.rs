@@ -46,7 +46,7 @@ impl Db {
     }
 
     /// Loads `raw_events`' file listing at the newest snapshot before any request asks
-    /// ([`dq_lake::files::preload`]): the fetch function's init. `None` with direct reads off
+    /// ([`dq_lake::files::preload`]): the query functions' init. `None` with direct reads off
     /// or when the load failed (logged; the first read loads it).
     pub fn preload_listing(&self) -> Option<dq_lake::files::ListingReport> {
         dq_lake::files::preload(&self.pool, self.files.as_ref()?.table_files())

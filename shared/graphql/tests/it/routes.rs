@@ -324,3 +324,38 @@ async fn lists_summaries_snapshot_and_events() {
         .await;
     assert_eq!(data["events"], json!([]));
 }
+
+/// The function's init ([`dq_graphql::http::preload`]) loads the file listing of every table a
+/// request reads, on the production catalog, and the first request finds each one: nothing is
+/// listed again.
+#[tokio::test]
+async fn init_preloads_every_listing_a_request_reads() {
+    use dq_lake::files::ListingSource;
+    let subject = vehicle(6);
+    let t = TestLake::new(Backend::Postgres);
+    let at0 = at(0);
+    seed(
+        &t,
+        &[status(
+            &subject,
+            SOURCE,
+            "r-1",
+            at0,
+            vec![item("speed", at0, json!(7.5))],
+        )],
+    )
+    .await;
+    let (engine, db) = dq_graphql::http::share_lake(t.open().unwrap());
+    dq_graphql::http::preload(&engine, &db);
+    let reports = engine.list_files().unwrap();
+    let tables: Vec<_> = reports.iter().map(|r| r.table).collect();
+    assert_eq!(
+        tables,
+        ["signals", "events", "signals_latest", "events_latest"]
+    );
+    for r in &reports {
+        assert_eq!((r.source, r.usable), (ListingSource::Cached, true), "{r:?}");
+    }
+    let raw = db.preload_listing().expect("raw_events listed");
+    assert_eq!((raw.source, raw.usable), (ListingSource::Cached, true));
+}
