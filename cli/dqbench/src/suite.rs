@@ -521,7 +521,9 @@ async fn served_again(
 /// own statements (the aggregation; for the segment cases the detector's reads, the summaries,
 /// the gap-fill) run by its engine over the vehicle's signal and event rows copied into tables
 /// of the engine's in-memory database first, so no catalog lookup, file read, HTTP, GraphQL or
-/// auth is left. "Open" is the instance plus the copy; the answer must equal dq's.
+/// auth is left. A look-back walking into the past stops at the copied rows' oldest time, as
+/// it stops on the lake where the file listing shows no older file. "Open" is the instance plus
+/// the copy; the answer must equal dq's.
 fn in_memory(
     t: &TestLake,
     case: Case,
@@ -531,6 +533,7 @@ fn in_memory(
 ) -> anyhow::Result<Samples> {
     let bucket = dq_cloudevent::bucket::subject_bucket(&target.subject);
     let (signals, events) = ("memory.main.floor_signals", "memory.main.floor_events");
+    let span = std::cell::Cell::new(None);
     let open = |last: Option<dq_query::Engine>| -> anyhow::Result<(dq_query::Engine, Duration)> {
         drop(last);
         let started = Instant::now();
@@ -545,13 +548,25 @@ fn in_memory(
                 [&target.subject],
             )?;
         }
+        span.set(conn.query_row(
+            &format!(
+                "SELECT min(epoch_us(\"timestamp\")), max(epoch_us(\"timestamp\")) FROM {signals}"
+            ),
+            [],
+            |r| Ok(r.get::<_, Option<i64>>(0)?.zip(r.get::<_, Option<i64>>(1)?)),
+        )?);
         drop(conn);
         Ok((dq_query::Engine::new(lake), started.elapsed()))
     };
     let ask = |engine: &mut dq_query::Engine, n: usize| -> anyhow::Result<Vec<Duration>> {
         (0..n)
             .map(|_| {
-                dq_query::testing::over_relations(signals, events, || {
+                let over = dq_query::testing::Relations {
+                    signals: signals.into(),
+                    events: events.into(),
+                    signal_span_us: span.get(),
+                };
+                dq_query::testing::over_relations(&over, || {
                     let started = Instant::now();
                     let answer = crate::query::engine_answer(engine, case, target)?;
                     let took = started.elapsed();
