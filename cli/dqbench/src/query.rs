@@ -17,8 +17,8 @@
 //! compared with the bare answer; a mismatch fails the run.
 //!
 //! "Cold" is the first request on a freshly opened DuckDB instance (new lake attach, new
-//! GraphQL state, or FetchService with `raw_events`' file listing loaded as the fetch
-//! function's init does, new server; the client's connection is opened beforehand);
+//! GraphQL state or FetchService with the file listings loaded as its function's init loads
+//! them, new server; the client's connection is opened beforehand);
 //! "warm" are the requests after a warm-up on the last of those instances. Only one DuckDB
 //! instance is open at a time.
 

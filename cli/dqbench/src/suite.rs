@@ -559,13 +559,13 @@ fn in_memory(
         Ok((dq_query::Engine::new(lake), started.elapsed()))
     };
     let ask = |engine: &mut dq_query::Engine, n: usize| -> anyhow::Result<Vec<Duration>> {
+        let over = dq_query::testing::Relations {
+            signals: signals.into(),
+            events: events.into(),
+            signal_span_us: span.get(),
+        };
         (0..n)
             .map(|_| {
-                let over = dq_query::testing::Relations {
-                    signals: signals.into(),
-                    events: events.into(),
-                    signal_span_us: span.get(),
-                };
                 dq_query::testing::over_relations(&over, || {
                     let started = Instant::now();
                     let answer = crate::query::engine_answer(engine, case, target)?;

@@ -314,8 +314,9 @@ pub fn share_lake(lake: dq_lake::Lake) -> (Engine, Arc<dq_rawquery::Db>) {
 }
 
 /// Loads the file listing of every table the readers of [`share_lake`] read directly, one
-/// table after another on one connection: the function's init. A load that fails is logged and
-/// left to the first read.
+/// table after another: dq's tables on a connection of the engine's pool, `raw_events` on one
+/// of the cloud-event reader's, so each pool also holds a connection for the first request.
+/// The function's init. A load that fails is logged and left to the first read.
 pub fn preload(engine: &Engine, db: &dq_rawquery::Db) {
     if let Err(e) = engine.list_files() {
         tracing::warn!(error = %e, "preloading the file listings failed");

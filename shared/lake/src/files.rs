@@ -515,6 +515,28 @@ fn changed(alias: &str, from: i64, to: i64) -> String {
     )
 }
 
+/// How catalog SQL names DuckLake's metadata tables: unqualified inside PostgreSQL (the
+/// statement runs there, [`in_catalog`]), under the `meta` database on the file catalog.
+fn catalog_prefix(postgres: bool) -> String {
+    if postgres {
+        String::new()
+    } else {
+        format!("{META}.")
+    }
+}
+
+/// `sql` (its tables named with [`catalog_prefix`]) as a relation DuckDB selects from: on
+/// PostgreSQL run inside the catalog (`postgres_query`), where its filters meet the catalog's
+/// indexes and only its answer crosses, instead of DuckDB copying the catalog's tables through
+/// the scanner; on the file catalog a subquery.
+fn in_catalog(postgres: bool, sql: &str) -> String {
+    if postgres {
+        format!("postgres_query('{META}', {})", quote(sql))
+    } else {
+        format!("({sql})")
+    }
+}
+
 fn load(conn: &Connection, postgres: bool, spec: &TableSpec, s: i64) -> duckdb::Result<Listing> {
     match load_once(conn, postgres, spec, s) {
         // din's flush dropped an inlined-data table between the two statements: its rows are
@@ -538,18 +560,7 @@ fn load_once(
 ) -> duckdb::Result<Listing> {
     let (name, layout) = (spec.name, spec.layout());
     let mut listing = Listing::unusable(s);
-    let m = if postgres {
-        String::new()
-    } else {
-        format!("{META}.")
-    };
-    let in_catalog = |sql: String| {
-        if postgres {
-            format!("postgres_query('{META}', {})", quote(&sql))
-        } else {
-            format!("({sql})")
-        }
-    };
+    let m = catalog_prefix(postgres);
     // Where relative paths resolve: DuckLake's data path (as attached, `ducklake_settings`),
     // the schema's path under it, the table's under that, each when marked relative. Asked of
     // the catalog rows, not of `ducklake_list_files`, which loads DuckLake's whole catalog on
@@ -580,7 +591,7 @@ fn load_once(
         .query_row(
             &format!(
                 "SELECT (SELECT data_path FROM ducklake_settings('{LAKE}')), h.* FROM {} h",
-                in_catalog(head)
+                in_catalog(postgres, &head)
             ),
             [],
             |r| {
@@ -640,7 +651,7 @@ fn load_once(
         delete_files_sql(&m, table, s),
         live("f", s)
     );
-    let mut stmt = conn.prepare(&format!("SELECT * FROM {}", in_catalog(files)))?;
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {}", in_catalog(postgres, &files)))?;
     let mut rows = stmt.query([])?;
     let mut keys = None;
     while let Some(r) = rows.next()? {
@@ -751,8 +762,8 @@ fn inlined_deletes_exist(postgres: bool, table: &str) -> String {
 }
 
 /// The deletes of `table` kept in the catalog and live at `s`, as row positions by data file.
-/// `exists`: whether the catalog holds its inlined-delete table, when already asked
-/// ([`inlined_deletes_exist`]).
+/// `exists`: whether the catalog holds its inlined-delete table ([`inlined_deletes_exist`]);
+/// `None` where the catalog cannot say (the file catalog's): the read is tried.
 fn inlined_deletes(
     conn: &Connection,
     postgres: bool,
@@ -760,37 +771,20 @@ fn inlined_deletes(
     s: i64,
     exists: Option<bool>,
 ) -> duckdb::Result<HashMap<i64, Vec<i64>>> {
-    let select = format!(
-        "SELECT file_id, row_id FROM {{m}}{INLINED_DELETE_TABLE}{table} \
-         WHERE begin_snapshot <= {s} ORDER BY 1, 2"
-    );
-    let exists = match exists {
-        Some(known) => known,
-        // Asked first, so a lake without inlined deletes logs no error in PostgreSQL.
-        None if postgres => conn.query_row(
-            &format!(
-                "SELECT * FROM postgres_query('{META}', {})",
-                quote(&format!(
-                    "SELECT {}",
-                    inlined_deletes_exist(true, &table.to_string())
-                ))
-            ),
-            [],
-            |r| r.get(0),
-        )?,
-        None => true,
-    };
-    if !exists {
+    if exists == Some(false) {
         return Ok(HashMap::new());
     }
-    let sql = if postgres {
-        format!(
-            "SELECT * FROM postgres_query('{META}', {})",
-            quote(&select.replace("{m}", ""))
+    let sql = format!(
+        "SELECT * FROM {}",
+        in_catalog(
+            postgres,
+            &format!(
+                "SELECT file_id, row_id FROM {}{INLINED_DELETE_TABLE}{table} \
+                 WHERE begin_snapshot <= {s} ORDER BY 1, 2",
+                catalog_prefix(postgres)
+            )
         )
-    } else {
-        select.replace("{m}", &format!("{META}."))
-    };
+    );
     let mut stmt = match conn.prepare(&sql) {
         Ok(stmt) => stmt,
         // The file catalog's metadata tables are not listed anywhere DuckDB can ask.
@@ -825,11 +819,7 @@ fn refresh(
     s: i64,
 ) -> duckdb::Result<Option<Listing>> {
     let (from, table) = (base.snapshot, base.table_id);
-    let m = if postgres {
-        String::new()
-    } else {
-        format!("{META}.")
-    };
+    let m = catalog_prefix(postgres);
     // Files DuckLake wrote after the base snapshot, whatever their begin_snapshot: a flush of
     // inlined rows and a merge date their files back to the rows' own snapshots. File ids are
     // handed out in commit order from the snapshot's `next_file_id`. A literal, so PostgreSQL
@@ -889,11 +879,7 @@ fn refresh(
         changed("c", from, s),
         changed("c", from, s),
         );
-        if postgres {
-            format!("SELECT * FROM postgres_query('{META}', {})", quote(&sql))
-        } else {
-            sql
-        }
+        format!("SELECT * FROM {}", in_catalog(postgres, &sql))
     };
     // The base's inlined-data tables are scanned in the same statement. din's flush drops the
     // tables it emptied: then the statement runs again without them, and the inlined rows are
@@ -951,7 +937,7 @@ fn refresh(
             next.inlined = parse_keys(keys);
         }
         _ => {
-            let Some((names, keys)) = inlined(conn, spec, table, s)? else {
+            let Some((names, keys)) = inlined(conn, postgres, spec, table, s)? else {
                 return Ok(None);
             };
             next.inlined_tables = Arc::new(names);
@@ -1094,25 +1080,28 @@ fn parse_keys(list: Option<String>) -> HashSet<String> {
 /// those rows live in the catalog, not in files. `None` when a table name is not DuckLake's.
 fn inlined(
     conn: &Connection,
+    postgres: bool,
     spec: &TableSpec,
     table: i64,
     s: i64,
 ) -> duckdb::Result<Option<(Vec<String>, HashSet<String>)>> {
-    let m = format!("{META}.");
-    let key = key_text(spec, false);
-    let tables = conn.query_row(
-        &format!("SELECT {}", inlined_tables_sql(&m, &table.to_string())),
-        [],
-        |r| r.get(0),
-    )?;
+    let m = catalog_prefix(postgres);
+    let key = key_text(spec, postgres);
+    let one = |expr: String| {
+        format!(
+            "SELECT * FROM {}",
+            in_catalog(postgres, &format!("SELECT {expr}"))
+        )
+    };
+    let tables = conn.query_row(&one(inlined_tables_sql(&m, &table.to_string())), [], |r| {
+        r.get(0)
+    })?;
     let Some(names) = inlined_names(tables) else {
         return Ok(None);
     };
-    let keys = conn.query_row(
-        &format!("SELECT {}", inlined_keys_sql(&m, &key, &names, s)),
-        [],
-        |r| r.get(0),
-    )?;
+    let keys = conn.query_row(&one(inlined_keys_sql(&m, &key, &names, s)), [], |r| {
+        r.get(0)
+    })?;
     Ok(Some((names, parse_keys(keys))))
 }
 
