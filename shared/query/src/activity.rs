@@ -22,7 +22,7 @@
 use crate::aggregate::{FloatAgg, Location, LocationAgg};
 use crate::files::FileTable;
 use crate::fold::{count_events, event_keys, signal_rows, signal_rows_sql};
-use crate::{subject_predicate, ts_lit, Engine, Error, Result};
+use crate::{names_predicate, subject_predicate, ts_lit, Engine, Error, Result};
 use chrono::{DateTime, TimeDelta};
 use dq_lake::duckdb::arrow::record_batch::RecordBatch;
 use dq_lake::duckdb::params;
@@ -505,9 +505,6 @@ impl Engine {
             ts_lit(from),
             ts_lit(to)
         );
-        let quoted = |names: &mut dyn Iterator<Item = &str>| -> String {
-            names.map(quote).collect::<Vec<_>>().join(", ")
-        };
         let mut rows = SummaryRows {
             signal_names: signal_names.iter().map(|n| n.to_string()).collect(),
             ..SummaryRows::default()
@@ -528,7 +525,7 @@ impl Engine {
                 String::new()
             } else {
                 let set: BTreeSet<&str> = names.iter().map(String::as_str).collect();
-                format!(" AND name IN ({})", quoted(&mut set.into_iter()))
+                format!(" AND {}", names_predicate(set))
             };
             rows.events = self.read_of(
                 "summary event rows",

@@ -5,7 +5,9 @@
 use crate::files::FileTable;
 use crate::filter::{FloatFilter, LocationFilter};
 use crate::fold::{fold, signal_rows, signal_rows_sql, SIGNALS_RULES};
-use crate::{check_window, source_address, subject_predicate, ts_lit, Engine, Error, Result};
+use crate::{
+    check_window, names_predicate, source_address, subject_predicate, ts_lit, Engine, Error, Result,
+};
 use dq_lake::duckdb::params;
 use dq_lake::quote;
 use dq_tables::keys::signals_deduped_from;
@@ -273,11 +275,7 @@ pub fn aggregate_sql(req: &AggregateRequest) -> Result<AggregateSql> {
 
     // Restrictions inside the dedup (before the window function): the request's rows, the
     // requested names.
-    let names: Vec<String> = names.iter().map(|n| quote(n)).collect();
-    let inner = [
-        req.rows_filter()?,
-        format!("name IN ({})", names.join(", ")),
-    ];
+    let inner = [req.rows_filter()?, names_predicate(names.iter().copied())];
 
     let mut float_preds = Vec::new();
     for (i, r) in req.floats.iter().enumerate() {
@@ -535,7 +533,7 @@ mod tests {
         for needle in [
             "subject_bucket = 219 AND subject = ?",
             "source = '0xcd445F4c6bDAD32b68a2939b912150Fe3C88803E'",
-            "name IN ('speed')",
+            "(name = 'speed')",
             "\"timestamp\" >= make_timestamp(30000000::BIGINT)",
         ] {
             assert!(

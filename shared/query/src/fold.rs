@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
 
 use crate::aggregate::{FloatAgg, Location, LocationAgg};
+use crate::names_predicate;
 use dq_lake::duckdb::arrow::array::{Array, Float64Array, Int32Array, Int64Array, StringArray};
 use dq_lake::duckdb::arrow::record_batch::RecordBatch;
 use dq_lake::quote;
@@ -414,7 +415,6 @@ pub(crate) fn signal_rows_sql(
         .enumerate()
         .map(|(i, n)| format!("WHEN {} THEN {i}", quote(n)))
         .collect();
-    let set: Vec<String> = names.iter().map(|n| quote(n)).collect();
     let location = if locations {
         "loc_lat, loc_lon, loc_hdop, loc_heading"
     } else {
@@ -423,9 +423,9 @@ pub(crate) fn signal_rows_sql(
     format!(
         "SELECT (CASE name {} END)::INTEGER, epoch_us(\"timestamp\"), {READ_TIEBREAK}, \
                 value_number, {location} \
-         FROM {relation} WHERE {filter} AND name IN ({})",
+         FROM {relation} WHERE {filter} AND {}",
         cases.join(" "),
-        set.join(", ")
+        names_predicate(names.iter().copied())
     )
 }
 

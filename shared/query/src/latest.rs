@@ -6,7 +6,7 @@
 
 use crate::aggregate::{location_at, Location};
 use crate::files::FileTable;
-use crate::{check_subject, subject_predicate, Engine, Result};
+use crate::{check_subject, names_predicate, subject_predicate, Engine, Result};
 use dq_lake::duckdb::params;
 use dq_lake::quote;
 use dq_tables::keys::signals_deduped_from;
@@ -60,8 +60,7 @@ impl Engine {
             if names.is_empty() {
                 return Ok(Vec::new());
             }
-            let list: Vec<String> = names.iter().map(|n| quote(n)).collect();
-            filter.push(format!("name IN ({})", list.join(", ")));
+            filter.push(names_predicate(names.iter().map(String::as_str)));
         }
         let rollup =
             source.is_none() && self.table_exists(&self.has_signals_rollup, "signals_latest")?;
