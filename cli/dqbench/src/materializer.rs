@@ -4,6 +4,10 @@
 //! - raw floor: `INSERT INTO … SELECT * FROM lake.raw_events` (DuckDB copying the same raw rows,
 //!   no decoding), the most a writer of these rows could reach;
 //! - decoded floor: `INSERT INTO … SELECT * FROM lake.signals` (writing the decoded rows alone);
+//! - own-writer floor: the same decoded rows split by partition, sorted by the table's sort key
+//!   and written as Parquet by arrow-rs on every core, no DuckDB and no catalog — the write
+//!   issue 20 proposes (`ducklake_add_data_files` registering the project's own files) before
+//!   its registration;
 //!
 //! and the decode-only rate of the same events (one thread, no I/O).
 
@@ -37,8 +41,16 @@ struct Figures {
     event_rows: u64,
     raw_floor: Duration,
     decoded_floor: Duration,
+    own_writer: Rate,
     decode_only: Duration,
     phases: dq_materialize::Phases,
+}
+
+/// Rows written in a time.
+#[derive(Clone, Copy)]
+struct Rate {
+    rows: u64,
+    took: Duration,
 }
 
 /// `n` per second of `d`.
@@ -67,13 +79,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         figures.push(case(backend, &fleet)?);
     }
     let mut table = String::from(
-        "| catalog | raw events | din simulator write events/s | materializer events/s | raw floor rows/s | vs raw floor | decoded rows | decoded-rows floor rows/s | decode-only events/s (1 thread) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| catalog | raw events | din simulator write events/s | materializer events/s | raw floor rows/s | vs raw floor | decoded rows | decoded-rows floor rows/s | own-writer floor rows/s (arrow-rs, all cores) | decode-only events/s (1 thread) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for f in &figures {
         let ours = per_sec(f.raw_rows, f.materialize);
         let floor = per_sec(f.raw_rows, f.raw_floor);
         table.push_str(&format!(
-            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {} | {:.0} | {:.0} |\n",
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {} | {:.0} | {:.0} | {:.0} |\n",
             f.catalog,
             f.raw_rows,
             per_sec(f.raw_rows, f.seed),
@@ -82,6 +94,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ours / floor,
             f.signal_rows + f.event_rows,
             per_sec(f.signal_rows, f.decoded_floor),
+            per_sec(f.own_writer.rows, f.own_writer.took),
             per_sec(f.raw_rows, f.decode_only),
         ));
     }
@@ -101,8 +114,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     f.decode_only.as_secs_f64()
                 ),
                 "write" => format!(
-                    "decoded-rows floor (one INSERT of the signal rows) {:.1} s",
-                    f.decoded_floor.as_secs_f64()
+                    "decoded-rows floor (one INSERT of the signal rows) {:.1} s; own-writer floor \
+                     (arrow-rs Parquet, no registration) {:.1} s at its rate",
+                    f.decoded_floor.as_secs_f64(),
+                    f.signal_rows as f64 / per_sec(f.own_writer.rows, f.own_writer.took).max(1e-9)
                 ),
                 _ => "—".into(),
             };
@@ -119,7 +134,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          the din simulator in 1-hour bundles), drained by the materializer with its production defaults (spans of 16 \
          snapshots, default windows), timed wall-clock from the first read of the change feed to the last cursor commit. \
          The floors run on the same lake in the same run: the raw floor copies the same raw rows with one \
-         `INSERT … SELECT`, the decoded-rows floor writes the decoded signal rows with one `INSERT … SELECT`. \
+         `INSERT … SELECT`, the decoded-rows floor writes the decoded signal rows with one `INSERT … SELECT`, \
+         the own-writer floor writes up to {OWN_WRITER_ROWS} of them (read into Arrow first, untimed) as Parquet \
+         with arrow-rs — split by bucket and day, sorted by subject and time, snappy, one file per partition, \
+         partitions spread over every core — the write issue 20 proposes before any catalog registration. \
          Goal: ≥ 40,000 events/s on 2 cores (issue 20). Measured on {}.\n\n{table}\n\
          Where the drain's time went (wall time per phase, summed over windows; the phases run one \
          after another, \"of which rollup\" is part of \"write\", and what the phases leave of the drain is \
@@ -145,6 +163,7 @@ fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
     eprintln!("[{catalog}] floors …");
     let raw_floor = copy_time(&lake, "raw_events", "bench_floor_raw")?;
     let decoded_floor = copy_time(&lake, "signals", "bench_floor_signals")?;
+    let own_writer = own_writer_time(&lake)?;
     let decode_only = decode_time(&rt, &lake)?;
     eprintln!(
         "[{catalog}] materializer {:.0} events/s, raw floor {:.0} rows/s",
@@ -160,8 +179,116 @@ fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
         event_rows: data.event_rows,
         raw_floor,
         decoded_floor,
+        own_writer,
         decode_only,
         phases: data.phases,
+    })
+}
+
+/// Decoded rows the own-writer floor writes (its rate is the floor; bounded for memory).
+const OWN_WRITER_ROWS: u64 = 3_000_000;
+
+/// The own-writer floor (module docs): the first [`OWN_WRITER_ROWS`] rows of `lake.signals` read
+/// into Arrow (untimed), then timed: grouped by `subject_bucket` and UTC day (the table's
+/// partition), each group sorted by `subject, "timestamp"` (its sort key) and written as one
+/// snappy Parquet file, the groups spread over every core.
+fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
+    use duckdb::arrow::array::{Array, Int32Array, StringArray, TimestampMicrosecondArray};
+    use duckdb::arrow::compute::{concat_batches, take};
+    use duckdb::arrow::record_batch::RecordBatch;
+    use std::collections::HashMap;
+
+    let conn = lake.connect()?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT * FROM lake.signals LIMIT {OWN_WRITER_ROWS}"
+    ))?;
+    let batches: Vec<RecordBatch> = stmt.query_arrow([])?.collect();
+    let Some(first) = batches.first() else {
+        return Ok(Rate {
+            rows: 0,
+            took: Duration::ZERO,
+        });
+    };
+    let schema = first.schema();
+    let all = concat_batches(&schema, &batches)?;
+    drop(batches);
+    let dir = tempfile::tempdir()?;
+    let column = |name: &str| {
+        all.column_by_name(name)
+            .with_context(|| format!("lake.signals has no {name}"))
+    };
+    let started = Instant::now();
+    let subjects = column("subject")?
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .context("subject is not a string column")?;
+    let buckets = column("subject_bucket")?
+        .as_any()
+        .downcast_ref::<Int32Array>()
+        .context("subject_bucket is not an INTEGER column")?;
+    let times = column("timestamp")?
+        .as_any()
+        .downcast_ref::<TimestampMicrosecondArray>()
+        .context("timestamp is not a µs timestamp column")?;
+    let mut groups: HashMap<(i32, i64), Vec<u32>> = HashMap::new();
+    for i in 0..all.num_rows() {
+        let day = times.value(i).div_euclid(86_400_000_000);
+        groups
+            .entry((buckets.value(i), day))
+            .or_default()
+            .push(i as u32);
+    }
+    let mut groups: Vec<Vec<u32>> = groups.into_values().collect();
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .build();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let chunk = groups.len().div_ceil(threads).max(1);
+        let workers: Vec<_> = groups
+            .chunks_mut(chunk)
+            .enumerate()
+            .map(|(w, part)| {
+                let (all, props, dir) = (&all, props.clone(), dir.path());
+                scope.spawn(move || -> anyhow::Result<()> {
+                    for (g, rows) in part.iter_mut().enumerate() {
+                        rows.sort_unstable_by(|&a, &b| {
+                            let (a, b) = (a as usize, b as usize);
+                            subjects
+                                .value(a)
+                                .cmp(subjects.value(b))
+                                .then(times.value(a).cmp(&times.value(b)))
+                        });
+                        let indices = duckdb::arrow::array::UInt32Array::from(rows.clone());
+                        let columns = all
+                            .columns()
+                            .iter()
+                            .map(|c| take(c.as_ref(), &indices, None))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let sorted = RecordBatch::try_new(all.schema(), columns)?;
+                        let file = std::fs::File::create(dir.join(format!("{w}-{g}.parquet")))?;
+                        let mut writer = parquet::arrow::ArrowWriter::try_new(
+                            file,
+                            all.schema(),
+                            Some(props.clone()),
+                        )?;
+                        writer.write(&sorted)?;
+                        writer.close()?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker
+                .join()
+                .map_err(|_| anyhow::anyhow!("an own-writer thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    Ok(Rate {
+        rows: all.num_rows() as u64,
+        took: started.elapsed(),
     })
 }
 
