@@ -259,7 +259,7 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
                                 .cmp(subjects.value(b))
                                 .then(times.value(a).cmp(&times.value(b)))
                         });
-                        let indices = duckdb::arrow::array::UInt32Array::from(rows.clone());
+                        let indices = duckdb::arrow::array::UInt32Array::from(std::mem::take(rows));
                         let columns = all
                             .columns()
                             .iter()
