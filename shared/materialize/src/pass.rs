@@ -1014,14 +1014,14 @@ impl Materializer {
         phases: &mut Phases,
     ) -> Result<Commit> {
         let t0 = Instant::now();
-        write::stage(&self.lake, conn, plan)?;
+        let staged = write::stage(&self.lake, conn, plan)?;
         phases.stage_us += micros_since(t0);
         debug!(took_ms = t0.elapsed().as_millis() as u64, "window staged");
         let t0 = Instant::now();
         let tx = conn
             .transaction()
             .map_err(|e| self.lake.error("begin window", e))?;
-        let applied = write::apply(&self.lake, &tx, plan);
+        let applied = write::apply(&self.lake, &tx, plan, &staged);
         phases.write_us += micros_since(t0);
         let applied = match applied {
             Ok(a) => a,

@@ -13,7 +13,7 @@ use dq_lake::duckdb::Connection;
 use dq_lake::{quote, Lake};
 
 use crate::{Result, Shard};
-use dq_tables::keys::signals_deduped_from;
+use dq_tables::keys::signals_deduped_among;
 use dq_tables::latest::{
     events_latest_select, signals_latest_over, signals_latest_select, subjects_filter,
 };
@@ -66,12 +66,15 @@ pub fn refresh_events(lake: &Lake, conn: &Connection, subjects: &BTreeSet<String
 /// the deduplicated base is the disjoint union of the old base and the deduplicated new rows:
 /// counts add, first/last seen take min/max, and the latest value and fix come from whichever
 /// side holds the later timestamp. Subjects where that does not hold (a read-key collision, a
-/// voided event) are in `skip` and must be recomputed with [`refresh_signals`] instead.
+/// voided event) are in `skip` and must be recomputed with [`refresh_signals`] instead. Only
+/// subjects in `colliding` can have two new rows of one read key; the others' rows skip the
+/// read dedup ([`signals_deduped_among`]).
 pub fn merge_new_signals(
     lake: &Lake,
     conn: &Connection,
     new_rows: &str,
     skip: &BTreeSet<String>,
+    colliding: &BTreeSet<String>,
 ) -> Result<()> {
     let filter = if skip.is_empty() {
         "true".to_owned()
@@ -79,7 +82,7 @@ pub fn merge_new_signals(
         let list: Vec<String> = skip.iter().map(|s| quote(s)).collect();
         format!("subject NOT IN ({})", list.join(", "))
     };
-    let delta = signals_latest_over(&signals_deduped_from(new_rows, &filter));
+    let delta = signals_latest_over(&signals_deduped_among(new_rows, &filter, colliding));
     let newer = "o.subject IS NULL OR d.\"timestamp\" > o.\"timestamp\"";
     let newer_fix = "o.subject IS NULL OR d.loc_ts > o.loc_ts";
     let pick =

@@ -152,6 +152,10 @@ pub struct SignalStage {
     pub heads: RecordBatch,
     /// One row per signal: [`HEAD_ID`], then the other `lake.signals` columns in table order.
     pub values: RecordBatch,
+    /// Subjects with two staged rows of one read key (R1, [`SIGNAL_READ_KEY`]: two events
+    /// with a value of one name at one time). Only these need the read dedup when the window's
+    /// rows are folded into the rollup ([`rollup::merge_new_signals`]).
+    pub read_key_collisions: BTreeSet<String>,
 }
 
 /// Splits and deduplicates `rows` into a [`SignalStage`].
@@ -176,6 +180,11 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
     // set is taken out of the map while the run lasts, so a row costs one small-set insert.
     let mut groups: HashMap<(i32, &str), Seen> = HashMap::new();
     let mut current: Option<(&SignalRow, u32, Seen)> = None;
+    // Read keys staged, as one set of (name, timestamp) per subject, taken out of the map the
+    // same way while the subject's run lasts.
+    let mut read_keys: HashMap<&str, Seen> = HashMap::new();
+    let mut subject_run: Option<(&str, Seen)> = None;
+    let mut read_key_collisions = BTreeSet::new();
     let mut next_head = 0u32;
     for r in rows {
         let (group_key, row_key) = signal_write_key(r);
@@ -198,6 +207,19 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
         };
         if !seen.insert(row_key) {
             continue;
+        }
+        let staged = match &mut subject_run {
+            Some((s, staged)) if *s == r.subject.as_str() => staged,
+            _ => {
+                if let Some((s, staged)) = subject_run.take() {
+                    read_keys.insert(s, staged);
+                }
+                let staged = read_keys.remove(r.subject.as_str()).unwrap_or_default();
+                &mut subject_run.insert((r.subject.as_str(), staged)).1
+            }
+        };
+        if !staged.insert(row_key) {
+            read_key_collisions.insert(r.subject.clone());
         }
         row_head.append_value(*head);
         name.append_value(&r.name);
@@ -241,6 +263,7 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
     Ok(SignalStage {
         heads: batch(&head_cols, heads)?,
         values: batch(&value_cols, values)?,
+        read_key_collisions,
     })
 }
 
@@ -323,9 +346,16 @@ pub fn event_batch(rows: &[EventRow]) -> Result<RecordBatch> {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err("events"))
 }
 
+/// What staging learned about a window's rows that its statements use.
+#[derive(Debug, Default)]
+pub struct Staged {
+    /// [`SignalStage::read_key_collisions`].
+    pub read_key_collisions: BTreeSet<String>,
+}
+
 /// Loads the plan's rows into fresh TEMP staging tables on `conn` (outside the lake
 /// transaction: a transaction may write only one database, and the staging tables are local).
-pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<()> {
+pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<Staged> {
     let (head_cols, value_cols) = stage_columns();
     fn with_head(cols: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
         std::iter::once((HEAD_ID, "UINTEGER"))
@@ -350,9 +380,11 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<()> {
     .join(";\n");
     conn.execute_batch(&sql)
         .map_err(|e| lake.error("create staging tables", e))?;
+    let mut out = Staged::default();
     if !plan.signals.is_empty() {
         let t0 = std::time::Instant::now();
         let staged = signal_stage(&plan.signals)?;
+        out.read_key_collisions = staged.read_key_collisions;
         let built_ms = t0.elapsed().as_millis() as u64;
         append(lake, conn, STAGE_HEADS, staged.heads)?;
         append(lake, conn, STAGE_VALUES, staged.values)?;
@@ -365,7 +397,7 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<()> {
     if !plan.events.is_empty() {
         append(lake, conn, STAGE_EVENTS, event_batch(&plan.events)?)?;
     }
-    Ok(())
+    Ok(out)
 }
 
 fn append(lake: &Lake, conn: &Connection, table: &str, batch: RecordBatch) -> Result<()> {
@@ -495,9 +527,10 @@ pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> 
     Ok(n == 1)
 }
 
-/// Runs the plan's statements on `tx` (an open lake transaction); the caller commits. The
-/// progress-row CAS runs first: when it matches nothing, nothing else is written.
-pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied> {
+/// Runs the plan's statements on `tx` (an open lake transaction) over its rows as [`stage`]
+/// left them (`staged`); the caller commits. The progress-row CAS runs first: when it matches
+/// nothing, nothing else is written.
+pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan, staged: &Staged) -> Result<Applied> {
     let mut applied = Applied {
         progress_matched: true,
         ..Applied::default()
@@ -581,7 +614,13 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan) -> Result<Applied>
     let t0 = std::time::Instant::now();
     rollup::refresh_signals(lake, tx, &recompute_signals)?;
     if let Some(rows) = &new_signals {
-        rollup::merge_new_signals(lake, tx, rows, &recompute_signals)?;
+        rollup::merge_new_signals(
+            lake,
+            tx,
+            rows,
+            &recompute_signals,
+            &staged.read_key_collisions,
+        )?;
     }
     rollup::refresh_events(lake, tx, &subjects)?;
     applied.rollup_us = crate::summary::micros_since(t0);
@@ -708,5 +747,36 @@ mod tests {
             "every column staged once"
         );
         assert_eq!(stage.values.num_columns(), value_cols.len() + 1);
+        // Events a and b both have a speed at 1 (one subject): a read-key collision.
+        assert_eq!(
+            stage.read_key_collisions,
+            BTreeSet::from([rows[0].subject.clone()])
+        );
+    }
+
+    #[test]
+    fn staging_names_the_subjects_with_two_rows_of_one_read_key() {
+        let of = |subject: &str, event: &str, name: &str, micros: i64| SignalRow {
+            subject: subject.into(),
+            ..row(event, "p", name, micros, 1.0)
+        };
+        let rows = vec![
+            // x: two events with a speed at 1.
+            of("x", "a", "speed", 1),
+            of("x", "b", "speed", 1),
+            // y: a write-key repeat and another name at the same time are not collisions.
+            of("y", "c", "speed", 1),
+            of("y", "c", "speed", 1),
+            of("y", "d", "rpm", 1),
+            // z: rows of one read key in two runs of the subject, apart.
+            of("z", "e", "speed", 2),
+            of("y", "f", "fuel", 2),
+            of("z", "g", "speed", 2),
+        ];
+        let stage = signal_stage(&rows).unwrap();
+        assert_eq!(
+            stage.read_key_collisions,
+            BTreeSet::from(["x".to_owned(), "z".to_owned()])
+        );
     }
 }

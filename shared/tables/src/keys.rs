@@ -10,6 +10,10 @@
 //! | [`EVENT_READ_KEY`] R2 | subject, timestamp, name, source | lowest cloud_event_id |
 //! | [`FEED_KEYSET`] | subject, time, id, rowid | — (rowid makes it total: rows sharing (subject, time, id) are never skipped) |
 
+use std::collections::BTreeSet;
+
+use dq_lake::quote;
+
 /// W1 for `lake.signals`: an idempotent insert skips a row whose key is already at rest.
 pub const SIGNAL_WRITE_KEY: [&str; 4] =
     ["subject_bucket", "cloud_event_id", "name", "\"timestamp\""];
@@ -54,6 +58,22 @@ pub fn signals_deduped_from(table: &str, filter: &str) -> String {
     )
 }
 
+/// [`signals_deduped_from`] over a relation in which only the subjects in `colliding` can hold
+/// two rows of one read key. The other subjects' rows are one per read key already, so they are
+/// taken as they are, without the window function (whose sort was most of the cost of a
+/// materializer window's rollup delta); with `colliding` empty there is no window at all.
+pub fn signals_deduped_among(table: &str, filter: &str, colliding: &BTreeSet<String>) -> String {
+    if colliding.is_empty() {
+        return format!("SELECT * FROM {table} WHERE {filter}");
+    }
+    let list: Vec<String> = colliding.iter().map(|s| quote(s)).collect();
+    let list = list.join(", ");
+    format!(
+        "SELECT * FROM {table} WHERE ({filter}) AND subject NOT IN ({list}) UNION ALL ({})",
+        signals_deduped_from(table, &format!("({filter}) AND subject IN ({list})"))
+    )
+}
+
 /// The events read by every reader: R2-deduplicated `lake.events` restricted by `filter`.
 pub fn events_deduped(filter: &str) -> String {
     events_deduped_from("lake.events", filter)
@@ -84,6 +104,18 @@ mod tests {
         assert_eq!(
             key_equal(&SIGNAL_WRITE_KEY[..2], "t", "s"),
             "t.subject_bucket = s.subject_bucket AND t.cloud_event_id = s.cloud_event_id"
+        );
+        let none = BTreeSet::new();
+        assert_eq!(
+            signals_deduped_among("t", "x = 1", &none),
+            "SELECT * FROM t WHERE x = 1"
+        );
+        let two: BTreeSet<String> = ["b'1".to_owned(), "a".to_owned()].into();
+        assert_eq!(
+            signals_deduped_among("t", "x = 1", &two),
+            "SELECT * FROM t WHERE (x = 1) AND subject NOT IN ('a', 'b''1') UNION ALL \
+             (SELECT * FROM t WHERE (x = 1) AND subject IN ('a', 'b''1') QUALIFY row_number() \
+             OVER (PARTITION BY subject, name, \"timestamp\" ORDER BY cloud_event_id) = 1)"
         );
         assert!(signals_deduped("true").ends_with(
             "QUALIFY row_number() OVER (PARTITION BY subject, name, \"timestamp\" ORDER BY cloud_event_id) = 1"

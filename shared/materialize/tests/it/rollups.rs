@@ -91,3 +91,48 @@ proptest! {
         run(batches, replay, drain_every);
     }
 }
+
+/// Two events of one vehicle with a speed at one time, in one window of rows new to the lake
+/// (nothing at rest to collide with): the rollup keeps one row for them, as the read dedup does
+/// (the lowest `cloud_event_id` wins), so the merge must deduplicate that subject's new rows.
+#[test]
+fn a_window_with_two_rows_of_one_read_key_folds_them_into_one() {
+    let t = TestLake::new(Backend::File);
+    let rt = runtime();
+    // One span over every snapshot: the rows meet in one window.
+    let m = dq_materialize::Materializer::builder(din_lake(&t))
+        .max_snapshot_span(1_000)
+        .emf(false)
+        .build()
+        .unwrap();
+    let writer = Writer::new(m.lake(), None);
+    rt.block_on(writer.write_bundle(&[
+        status(1, "id-b", at(3600), &[("speed", 2.0)]),
+        status(
+            1,
+            "id-a",
+            at(3600),
+            &[("speed", 1.0), ("powertrainRange", 5.0)],
+        ),
+        status(2, "id-c", at(3600), &[("speed", 3.0)]),
+    ]))
+    .unwrap();
+    let run = drain(&rt, &m);
+    assert_eq!(run.counts.windows, 1, "one window: {run:?}");
+    let a = m.audit().unwrap();
+    assert!(a.clean, "{a:?}");
+    let speeds: Vec<(i64, f64)> = {
+        let conn = m.lake().conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT \"count\", value_number FROM lake.signals_latest \
+                 WHERE name = 'speed' ORDER BY subject",
+            )
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(speeds, [(1, 1.0), (1, 3.0)]);
+}
