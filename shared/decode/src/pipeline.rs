@@ -5,7 +5,7 @@ use crate::error::DecodeError;
 use crate::model::{Event, Signal};
 use crate::modules::{EventModule, SignalModule};
 use crate::post::{process_signals, truncate_micros, GateRejection, VehicleGate};
-use crate::rows::{event_row, signal_row, EventRow, SignalRow};
+use crate::rows::{event_row, signal_rows, EventRow, SignalRow};
 use chrono::{DateTime, Utc};
 use dq_cloudevent::{types, RawEvent};
 use std::collections::HashSet;
@@ -47,7 +47,7 @@ impl EventOutcome {
 
     /// The `lake.signals` rows.
     pub fn signal_rows(&self, raw: &RawEvent) -> Vec<SignalRow> {
-        self.signals.iter().map(|s| signal_row(raw, s)).collect()
+        signal_rows(raw, &self.signals)
     }
 
     /// The `lake.events` rows.

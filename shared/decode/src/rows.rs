@@ -65,8 +65,14 @@ pub struct EventRow {
     pub tags: Vec<String>,
 }
 
-/// Flattens a signal; subject, source and producer come from the raw row, never the decoder.
-pub fn signal_row(raw: &RawEvent, signal: &Signal) -> SignalRow {
+/// Flattens an event's signals; subject, source and producer come from the raw row, never the
+/// decoder. The subject's bucket is hashed once per event, not per row.
+pub fn signal_rows(raw: &RawEvent, signals: &[Signal]) -> Vec<SignalRow> {
+    let bucket = subject_bucket(&raw.header.subject);
+    signals.iter().map(|s| signal_row(raw, bucket, s)).collect()
+}
+
+fn signal_row(raw: &RawEvent, subject_bucket: i32, signal: &Signal) -> SignalRow {
     let h = &raw.header;
     let (value_number, value_string, loc) = match &signal.value {
         SignalValue::Number(v) => (*v, String::new(), Default::default()),
@@ -75,7 +81,7 @@ pub fn signal_row(raw: &RawEvent, signal: &Signal) -> SignalRow {
     };
     SignalRow {
         subject: h.subject.clone(),
-        subject_bucket: subject_bucket(&h.subject),
+        subject_bucket,
         name: signal.name.to_string(),
         timestamp: truncate_micros(signal.timestamp),
         source: h.source.clone(),
@@ -127,8 +133,17 @@ mod tests {
     #[test]
     fn signal_rows_take_identity_from_the_raw_row() {
         let ts = parse_rfc3339("2025-03-03T22:22:59.138863102Z").unwrap();
-        let row = signal_row(&raw(), &Signal::location(ts, 1.0, 2.0, 3.0));
-        assert_eq!(row.subject_bucket, 219);
+        let rows = signal_rows(
+            &raw(),
+            &[
+                Signal::location(ts, 1.0, 2.0, 3.0),
+                Signal::string("powertrainType", ts, "HYBRID"),
+            ],
+        );
+        let [row, string] = rows.as_slice() else {
+            panic!("two rows: {rows:?}");
+        };
+        assert_eq!((row.subject_bucket, string.subject_bucket), (219, 219));
         assert_eq!(
             (
                 row.source.as_str(),
@@ -151,9 +166,12 @@ mod tests {
             ),
             (0.0, "", 1.0, 2.0, 3.0)
         );
-        let row = signal_row(&raw(), &Signal::string("powertrainType", ts, "HYBRID"));
         assert_eq!(
-            (row.value_number, row.value_string.as_str(), row.loc_lat),
+            (
+                string.value_number,
+                string.value_string.as_str(),
+                string.loc_lat
+            ),
             (0.0, "HYBRID", 0.0)
         );
     }

@@ -420,8 +420,8 @@ fn range<'a>(
     })
 }
 
-fn buckets<'a>(subjects: impl Iterator<Item = &'a str>) -> String {
-    let set: BTreeSet<i32> = subjects.map(dq_cloudevent::subject_bucket).collect();
+fn buckets(buckets: impl Iterator<Item = i32>) -> String {
+    let set: BTreeSet<i32> = buckets.collect();
     set.iter()
         .map(i32::to_string)
         .collect::<Vec<_>>()
@@ -552,7 +552,11 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan, staged: &Staged) -
     };
     let mut subjects: BTreeSet<String> = BTreeSet::new();
     if !plan.voided.is_empty() {
-        let list = buckets(plan.voided.iter().map(|(s, _)| s.as_str()));
+        let list = buckets(
+            plan.voided
+                .iter()
+                .map(|(s, _)| dq_cloudevent::subject_bucket(s)),
+        );
         let pairs = plan
             .voided
             .iter()
@@ -579,7 +583,7 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan, staged: &Staged) -
     let mut recompute_signals = subjects.clone();
     let mut new_signals = None;
     if let Some(r) = range(plan.signals.iter().map(|r| &r.timestamp)) {
-        let list = buckets(plan.signals.iter().map(|r| r.subject.as_str()));
+        let list = buckets(plan.signals.iter().map(|r| r.subject_bucket));
         // The stage holds one row per write key already (deduplicated in Rust); with nothing at
         // rest to skip or collide with it is inserted as it is, without a copy.
         let rows = if signals_at_rest(lake, tx, &list, r)? == 0 {
@@ -604,7 +608,7 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan, staged: &Staged) -
         new_signals = Some(rows).filter(|_| applied.signal_rows > 0);
     }
     if let Some(r) = range(plan.events.iter().map(|r| &r.timestamp)) {
-        let list = buckets(plan.events.iter().map(|r| r.subject.as_str()));
+        let list = buckets(plan.events.iter().map(|r| r.subject_bucket));
         applied.event_rows = exec(
             "insert events",
             &format!("INSERT INTO lake.events {}", events_anti_join(&list, r)),
