@@ -1,27 +1,32 @@
 //! Flat decoded rows in `lake.signals` / `lake.events` column order.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use crate::model::{Event, Signal, SignalValue};
 use crate::post::truncate_micros;
 use chrono::{DateTime, Utc};
 use dq_cloudevent::{subject_bucket, types, RawEvent};
 
-/// One `lake.signals` row; field order is the table's column order.
+/// One `lake.signals` row; field order is the table's column order. The columns an event's rows
+/// share are shared, not copied, and a decoded row's name is the decoder's own: a window decodes
+/// ~10⁶ rows, and a copy of each string per row was most of its allocations.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignalRow {
     /// Raw row subject.
-    pub subject: String,
+    pub subject: Arc<str>,
     /// FNV-1a-32(subject) mod 256.
     pub subject_bucket: i32,
     /// Signal name.
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// UTC, floored to µs.
     pub timestamp: DateTime<Utc>,
     /// Raw row source.
-    pub source: String,
+    pub source: Arc<str>,
     /// Raw row producer.
-    pub producer: String,
+    pub producer: Arc<str>,
     /// Raw row id.
-    pub cloud_event_id: String,
+    pub cloud_event_id: Arc<str>,
     /// Numeric value, 0 otherwise.
     pub value_number: f64,
     /// String value, `''` otherwise.
@@ -68,25 +73,40 @@ pub struct EventRow {
 /// Flattens an event's signals; subject, source and producer come from the raw row, never the
 /// decoder. The subject's bucket is hashed once per event, not per row.
 pub fn signal_rows(raw: &RawEvent, signals: &[Signal]) -> Vec<SignalRow> {
-    let bucket = subject_bucket(&raw.header.subject);
-    signals.iter().map(|s| signal_row(raw, bucket, s)).collect()
+    let h = &raw.header;
+    let head = Head {
+        subject: h.subject.as_str().into(),
+        subject_bucket: subject_bucket(&h.subject),
+        source: h.source.as_str().into(),
+        producer: h.producer.as_str().into(),
+        cloud_event_id: h.id.as_str().into(),
+    };
+    signals.iter().map(|s| signal_row(&head, s)).collect()
 }
 
-fn signal_row(raw: &RawEvent, subject_bucket: i32, signal: &Signal) -> SignalRow {
-    let h = &raw.header;
+/// The columns of an event's signal rows that come from the raw row.
+struct Head {
+    subject: Arc<str>,
+    subject_bucket: i32,
+    source: Arc<str>,
+    producer: Arc<str>,
+    cloud_event_id: Arc<str>,
+}
+
+fn signal_row(head: &Head, signal: &Signal) -> SignalRow {
     let (value_number, value_string, loc) = match &signal.value {
         SignalValue::Number(v) => (*v, String::new(), Default::default()),
         SignalValue::String(s) => (0.0, s.clone(), Default::default()),
         SignalValue::Location(l) => (0.0, String::new(), *l),
     };
     SignalRow {
-        subject: h.subject.clone(),
-        subject_bucket,
-        name: signal.name.to_string(),
+        subject: Arc::clone(&head.subject),
+        subject_bucket: head.subject_bucket,
+        name: Cow::Borrowed(signal.name),
         timestamp: truncate_micros(signal.timestamp),
-        source: h.source.clone(),
-        producer: h.producer.clone(),
-        cloud_event_id: h.id.clone(),
+        source: Arc::clone(&head.source),
+        producer: Arc::clone(&head.producer),
+        cloud_event_id: Arc::clone(&head.cloud_event_id),
         value_number,
         value_string,
         loc_lat: loc.latitude,
@@ -145,11 +165,7 @@ mod tests {
         };
         assert_eq!((row.subject_bucket, string.subject_bucket), (219, 219));
         assert_eq!(
-            (
-                row.source.as_str(),
-                row.producer.as_str(),
-                row.cloud_event_id.as_str()
-            ),
+            (&*row.source, &*row.producer, &*row.cloud_event_id),
             ("src", "prod", "id-1")
         );
         assert_eq!(

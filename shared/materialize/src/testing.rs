@@ -124,14 +124,15 @@ pub fn stored_signals(lake: &Lake) -> Vec<SignalRow> {
     let mut stmt = conn.prepare("SELECT * FROM lake.signals").unwrap();
     let rows = stmt
         .query_map([], |r| {
+            let text = |i: usize| r.get::<_, String>(i);
             Ok(SignalRow {
-                subject: r.get(0)?,
+                subject: text(0)?.into(),
                 subject_bucket: r.get(1)?,
-                name: r.get(2)?,
+                name: text(2)?.into(),
                 timestamp: r.get(3)?,
-                source: r.get(4)?,
-                producer: r.get(5)?,
-                cloud_event_id: r.get(6)?,
+                source: text(4)?.into(),
+                producer: text(5)?.into(),
+                cloud_event_id: text(6)?.into(),
                 value_number: r.get(7)?,
                 value_string: r.get(8)?,
                 loc_lat: r.get(9)?,

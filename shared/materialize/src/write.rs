@@ -209,17 +209,17 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
             continue;
         }
         let staged = match &mut subject_run {
-            Some((s, staged)) if *s == r.subject.as_str() => staged,
+            Some((s, staged)) if *s == &*r.subject => staged,
             _ => {
                 if let Some((s, staged)) = subject_run.take() {
                     read_keys.insert(s, staged);
                 }
-                let staged = read_keys.remove(r.subject.as_str()).unwrap_or_default();
-                &mut subject_run.insert((r.subject.as_str(), staged)).1
+                let staged = read_keys.remove(&*r.subject).unwrap_or_default();
+                &mut subject_run.insert((&*r.subject, staged)).1
             }
         };
         if !staged.insert(row_key) {
-            read_key_collisions.insert(r.subject.clone());
+            read_key_collisions.insert(r.subject.to_string());
         }
         row_head.append_value(*head);
         name.append_value(&r.name);
@@ -652,8 +652,8 @@ mod tests {
             subject_bucket: 7,
             name: "speed".into(),
             timestamp: chrono::DateTime::from_timestamp_micros(42).unwrap(),
-            source: String::new(),
-            producer: String::new(),
+            source: "".into(),
+            producer: "".into(),
             cloud_event_id: "e".into(),
             value_number: 1.0,
             value_string: String::new(),
@@ -669,7 +669,7 @@ mod tests {
         SignalRow {
             subject: "did:erc721:137:0xbA5738a18d83D41847dfFbDC6101d37C69c9B0cF:7".into(),
             subject_bucket: 7,
-            name: name.into(),
+            name: name.to_owned().into(),
             timestamp: chrono::DateTime::from_timestamp_micros(micros).unwrap(),
             source: "0x1234567890123456789012345678901234567890".into(),
             producer: producer.into(),
@@ -754,7 +754,7 @@ mod tests {
         // Events a and b both have a speed at 1 (one subject): a read-key collision.
         assert_eq!(
             stage.read_key_collisions,
-            BTreeSet::from([rows[0].subject.clone()])
+            BTreeSet::from([rows[0].subject.to_string()])
         );
     }
 

@@ -96,8 +96,8 @@ fn end_to_end(backend: Backend) {
     let (signals, events) = expected(&rt, m.lake(), Some(&blobs));
     assert!(signals
         .iter()
-        .any(|r| r.cloud_event_id == "b64-small" && r.value_number == 42.0));
-    assert!(signals.iter().any(|r| r.cloud_event_id == "b64-big"));
+        .any(|r| &*r.cloud_event_id == "b64-small" && r.value_number == 42.0));
+    assert!(signals.iter().any(|r| &*r.cloud_event_id == "b64-big"));
     assert!(
         events.iter().any(|r| r.cloud_event_id == "ev-2"),
         "base64 events decode"
@@ -267,7 +267,7 @@ fn keyset_never_skips_shared_keys(backend: Backend) {
     assert_eq!(run.counts.raw_rows, 2);
     let names: Vec<String> = stored_signals(m.lake())
         .into_iter()
-        .map(|r| r.name)
+        .map(|r| r.name.into_owned())
         .collect();
     assert_eq!(names, ["powertrainRange", "speed"]);
 }

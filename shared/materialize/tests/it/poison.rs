@@ -73,7 +73,7 @@ fn poison_is_counted_and_skipped(backend: Backend) {
     assert_eq!(m.cursor().unwrap(), run.to, "the pass advanced");
     let ids: Vec<String> = stored_signals(m.lake())
         .into_iter()
-        .map(|r| r.cloud_event_id)
+        .map(|r| r.cloud_event_id.to_string())
         .collect();
     assert_eq!(ids, ["blob-good", "good"]);
 }
@@ -135,7 +135,7 @@ fn transient_blob_failure_aborts_and_loses_nothing(backend: Backend) {
     assert_eq!(run.counts.raw_rows, 2);
     let ids: std::collections::BTreeSet<String> = stored_signals(m.lake())
         .into_iter()
-        .map(|r| r.cloud_event_id)
+        .map(|r| r.cloud_event_id.to_string())
         .collect();
     assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["blob", "inline"]);
 }
@@ -211,7 +211,7 @@ fn s3_access_denied_is_poison_after_attempts_and_5xx_stays_transient(backend: Ba
     assert!(run.caught_up, "{run:?}");
     let ids: Vec<String> = stored_signals(m.lake())
         .into_iter()
-        .map(|r| r.cloud_event_id)
+        .map(|r| r.cloud_event_id.to_string())
         .collect();
     assert_eq!(ids, ["before", "after"]);
 }

@@ -48,7 +48,7 @@ fn window_slower_than_lease_margin_commits() {
     assert!(caught_up, "drained under the lease");
     let ids: Vec<String> = stored_signals(m.lake())
         .into_iter()
-        .map(|r| r.cloud_event_id)
+        .map(|r| r.cloud_event_id.to_string())
         .collect();
     assert_eq!(ids, ["inline", "slow"]);
 }

@@ -65,19 +65,19 @@ async fn seeded() -> (TestLake, Engine, Vec<Row>) {
     let lake = t.open().unwrap();
     let mut best: BTreeMap<(String, String, DateTime<Utc>), (String, Row)> = BTreeMap::new();
     for r in dq_materialize::testing::stored_signals(&lake) {
-        let key = (r.subject.clone(), r.name.clone(), r.timestamp);
+        let key = (r.subject.to_string(), r.name.to_string(), r.timestamp);
         let row = Row {
-            subject: r.subject,
-            name: r.name,
+            subject: r.subject.to_string(),
+            name: r.name.into_owned(),
             ts: r.timestamp,
-            source: r.source,
+            source: r.source.to_string(),
             v: r.value_number,
             s: r.value_string,
         };
         match best.get(&key) {
-            Some((id, _)) if *id <= r.cloud_event_id => {}
+            Some((id, _)) if **id <= *r.cloud_event_id => {}
             _ => {
-                best.insert(key, (r.cloud_event_id, row));
+                best.insert(key, (r.cloud_event_id.to_string(), row));
             }
         }
     }
