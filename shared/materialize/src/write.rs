@@ -420,8 +420,9 @@ fn range<'a>(
     })
 }
 
-fn buckets(buckets: impl Iterator<Item = i32>) -> String {
-    let set: BTreeSet<i32> = buckets.collect();
+/// The distinct buckets `of` a window's rows, as a literal list (so DuckLake prunes files).
+fn buckets(of: impl Iterator<Item = i32>) -> String {
+    let set: BTreeSet<i32> = of.collect();
     set.iter()
         .map(i32::to_string)
         .collect::<Vec<_>>()
