@@ -218,7 +218,7 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
                 &mut subject_run.insert((&*r.subject, staged)).1
             }
         };
-        if !staged.insert(row_key) {
+        if !staged.insert(row_key) && !read_key_collisions.contains(&*r.subject) {
             read_key_collisions.insert(r.subject.to_string());
         }
         row_head.append_value(*head);
@@ -267,8 +267,8 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
     })
 }
 
-/// The `(name, timestamp)` parts of the write keys seen for one `(subject_bucket,
-/// cloud_event_id)`.
+/// `(name, timestamp)` pairs seen: the rest of the write keys of one `(subject_bucket,
+/// cloud_event_id)`, or of the read keys of one subject.
 type Seen<'a> = HashSet<(&'a str, i64)>;
 
 /// Column (name, type) pairs.
