@@ -178,6 +178,17 @@ impl Drop for GiveUpOnDrop {
     }
 }
 
+/// Runs `f` so that every statement it starts reads one snapshot ([`crate::snapshot`]): inside
+/// a request that is the request's pin; outside one (a bare engine call, a test), a scope of
+/// `f`'s own, never given up. For a read made of two statements whose answers are merged.
+pub fn one_snapshot<T>(f: impl FnOnce() -> T) -> T {
+    if CURRENT.with(|c| c.borrow().is_some()) {
+        return f();
+    }
+    let _current = Enter::new(Scope::default());
+    f()
+}
+
 /// Runs one request's reads `f` on tokio's blocking pool. If the returned future is dropped
 /// before `f` returns (a deadline, a cancelled RPC, a closed connection), every DuckDB
 /// statement `f` runs on a [`Pool`](crate::Pool) connection is interrupted, and `f`'s later

@@ -42,7 +42,7 @@ pub use catalog::Catalog;
 pub use config::{LakeConfig, S3Config};
 pub use duckdb;
 pub use error::{is_auth_failure, Error, ReadErrorCode, Result, DB_FAILURE};
-pub use interrupt::{given_up, interruptible};
+pub use interrupt::{given_up, interruptible, one_snapshot};
 pub use pool::{is_invalidated, Pool, Pooled, SharedLake};
 pub use redact::Redactor;
 pub use snapshot::{request_snapshot, Snapshot};
@@ -203,13 +203,13 @@ impl Lake {
         // DuckLake never changes a file once written (a rewrite is a new file under a new
         // name), so what was read of a file stays true: without these, every read of a file on
         // S3 asks for its size and date again (a HEAD per file per statement, ~65 ms for the
-        // 30 files of a month on a local moto), though its bytes are already cached.
-        self.exec(
-            "set session defaults",
-            "SET preserve_insertion_order = false; SET parquet_metadata_cache = true; \
-             SET validate_external_file_cache = 'NO_VALIDATION'; \
-             SET enable_http_metadata_cache = true",
-        )?;
+        // 30 files of a month on a local moto), though its bytes are already cached. Local
+        // files are read like remote ones, a column chunk at a time: DuckDB otherwise reads a
+        // local file's page headers with one small `pread` each (the 30 day files of a month
+        // of `segments`' rows: 19.7 → 14.1 ms with both Parquet options, DuckDB 1.5.4).
+        // GLOBAL: a plain `SET` of an extension's option (both Parquet ones) holds for this
+        // connection only, not for the pooled connections the reads run on.
+        self.exec("set session defaults", SESSION_DEFAULTS)?;
 
         let mut extensions = vec!["icu", "ducklake"];
         if cfg.catalog.is_postgres() {
@@ -415,6 +415,13 @@ pub fn db_error(redactor: &Redactor, context: &str, e: duckdb::Error) -> Error {
         message: redactor.redact(&e.to_string()),
     }
 }
+
+/// The settings every connection of the instance reads with ([`Lake::open`]).
+const SESSION_DEFAULTS: &str = "SET GLOBAL preserve_insertion_order = false; \
+     SET GLOBAL parquet_metadata_cache = true; \
+     SET GLOBAL prefetch_all_parquet_files = true; \
+     SET GLOBAL validate_external_file_cache = 'NO_VALIDATION'; \
+     SET GLOBAL enable_http_metadata_cache = true";
 
 fn set_utc(conn: &duckdb::Connection) -> duckdb::Result<()> {
     conn.execute_batch("SET TimeZone = 'UTC'")

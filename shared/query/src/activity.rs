@@ -511,13 +511,12 @@ impl Engine {
         };
         if !signal_names.is_empty() {
             let names: Vec<&str> = signal_names.iter().copied().collect();
-            rows.signals = self.read_of(
+            rows.signals = self.signal_rows_of(
                 "summary signal rows",
-                FileTable::Signals,
                 subject,
                 [(from, to)],
-                |[relation]| signal_rows_sql(relation, &in_window, &names, true),
-                |stmt| Ok(stmt.query_arrow(params![subject])?.collect()),
+                |[relation], ties| signal_rows_sql(relation, &in_window, &names, true, ties),
+                params![subject],
             )?;
         }
         if let Some(names) = event_names {
@@ -1051,20 +1050,19 @@ impl Engine {
              NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE"
         );
         let before = first_window(lookback);
-        let sql = |[window, older]: &[String; 2]| {
+        let sql = |[window, older]: &[String; 2], ties: Option<&str>| {
             format!(
                 "{} UNION ALL ({})",
-                signal_rows_sql(window, &recent, &list, true),
+                signal_rows_sql(window, &recent, &list, true, ties),
                 newest_row_sql(older, subject, &ignition_reading(), before, &prior_columns),
             )
         };
-        let signals: Vec<RecordBatch> = self.read_of(
+        let signals: Vec<RecordBatch> = self.signal_rows_of(
             "ignition and summary signal rows",
-            FileTable::Signals,
             subject,
             [(lookback, us(to)), before],
             sql,
-            |stmt| Ok(stmt.query_arrow(params![subject, subject])?.collect()),
+            params![subject, subject],
         )?;
         let rows = signal_rows(&signals).map_err(SummaryRows::malformed)?;
         let readings = rows.iter().filter_map(|r| {

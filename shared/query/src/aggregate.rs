@@ -455,13 +455,14 @@ impl Engine {
             .map(|l| (index(&l.name), l.agg))
             .collect();
         let filter = req.rows_filter()?;
-        let batches = self.read_of(
+        let batches = self.signal_rows_of(
             "aggregate signal rows",
-            FileTable::Signals,
             &req.subject,
             [(req.from_us, req.to_us)],
-            |[relation]| signal_rows_sql(relation, &filter, &names, !locations.is_empty()),
-            |stmt| Ok(stmt.query_arrow(params![req.subject])?.collect::<Vec<_>>()),
+            |[relation], ties| {
+                signal_rows_sql(relation, &filter, &names, !locations.is_empty(), ties)
+            },
+            params![req.subject],
         )?;
         let rows = signal_rows(&batches).map_err(|message| Error::Database {
             context: "aggregate signal rows".into(),

@@ -5,6 +5,7 @@ use dq_lake::Error;
 backend_tests!(
     only_writers_attach_meta,
     every_connection_is_utc,
+    every_connection_reads_with_the_session_defaults,
     missing_extension_names_make_extensions,
     extension_signatures_are_checked_only_when_asked,
     other_format_version_is_refused,
@@ -28,6 +29,29 @@ fn only_writers_attach_meta(backend: Backend) {
     let read_only = databases(true);
     assert!(read_only.contains(&"lake".to_owned()), "{read_only:?}");
     assert!(!read_only.contains(&"meta".to_owned()), "{read_only:?}");
+}
+
+/// The read settings hold on every connection the reads check out, not only on the one the
+/// lake was opened with: a plain `SET` of the Parquet extension's options holds for one
+/// connection.
+fn every_connection_reads_with_the_session_defaults(backend: Backend) {
+    let t = TestLake::new(backend);
+    let lake = t.open().unwrap();
+    for conn in [lake.connect().unwrap(), lake.connect().unwrap()] {
+        for (setting, want) in [
+            ("parquet_metadata_cache", "true"),
+            ("prefetch_all_parquet_files", "true"),
+            ("preserve_insertion_order", "false"),
+            ("validate_external_file_cache", "NO_VALIDATION"),
+        ] {
+            let got: String = conn
+                .query_row("SELECT current_setting(?)::VARCHAR", [setting], |r| {
+                    r.get(0)
+                })
+                .unwrap();
+            assert_eq!(got, want, "{setting}");
+        }
+    }
 }
 
 fn every_connection_is_utc(backend: Backend) {
