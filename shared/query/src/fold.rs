@@ -17,7 +17,7 @@
 //!   (`quantile_cont(0.5)`: the two middle values interpolated); `RAND` one row drawn per
 //!   row, the same draw for every column of that row, as `random() AS rnd` was.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::BuildHasher;
 
 use crate::aggregate::{FloatAgg, Location, LocationAgg};
@@ -31,6 +31,7 @@ use dq_lake::duckdb::arrow::compute::filter_record_batch;
 use dq_lake::duckdb::arrow::record_batch::RecordBatch;
 use dq_lake::quote;
 use dq_tables::keys::{read_tiebreak, READ_TIEBREAK};
+use foldhash::HashSet as FoldSet;
 
 /// The time the ranges cover, cut into disjoint pieces sorted by start, each labelled with the
 /// first range (lowest index) holding it, so "each row counts for the first range holding it"
@@ -499,19 +500,25 @@ impl Engine {
     }
 }
 
-/// The (name index, µs) read keys two or more rows of a [`signal_rows`] read's batches share.
-fn repeated_keys(batches: &[RecordBatch]) -> Result<HashSet<(i32, i64)>, String> {
-    let mut seen: HashSet<(i32, i64)> = HashSet::new();
-    let mut repeated = HashSet::new();
+/// The (name index, µs) read key of each row of a [`signal_rows`] read's batch, `None` where
+/// either is NULL (such a row is never counted).
+fn read_keys(batch: &RecordBatch) -> Result<impl Iterator<Item = Option<(i32, i64)>> + '_, String> {
+    let name = column::<Int32Array>(batch, 0, "signals")?;
+    let ts = column::<Int64Array>(batch, 1, "signals")?;
+    Ok((0..batch.num_rows())
+        .map(|i| (name.is_valid(i) && ts.is_valid(i)).then(|| (name.value(i), ts.value(i)))))
+}
+
+/// The read keys two or more rows of a [`signal_rows`] read's batches share. Run on every
+/// read, so with a fast hash (foldhash, as the materializer's staging keys).
+fn repeated_keys(batches: &[RecordBatch]) -> Result<FoldSet<(i32, i64)>, String> {
+    let rows = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut seen = FoldSet::with_capacity_and_hasher(rows, Default::default());
+    let mut repeated = FoldSet::default();
     for batch in batches {
-        let name = column::<Int32Array>(batch, 0, "signals")?;
-        let ts = column::<Int64Array>(batch, 1, "signals")?;
-        for i in 0..batch.num_rows() {
-            if name.is_valid(i) && ts.is_valid(i) {
-                let key = (name.value(i), ts.value(i));
-                if !seen.insert(key) {
-                    repeated.insert(key);
-                }
+        for key in read_keys(batch)?.flatten() {
+            if !seen.insert(key) {
+                repeated.insert(key);
             }
         }
     }
@@ -521,21 +528,14 @@ fn repeated_keys(batches: &[RecordBatch]) -> Result<HashSet<(i32, i64)>, String>
 /// The rows of `batches` whose read key is in `keys` (`inside`), or not.
 fn keep_keys(
     batches: &[RecordBatch],
-    keys: &HashSet<(i32, i64)>,
+    keys: &FoldSet<(i32, i64)>,
     inside: bool,
 ) -> Result<Vec<RecordBatch>, String> {
     batches
         .iter()
         .map(|batch| {
-            let name = column::<Int32Array>(batch, 0, "signals")?;
-            let ts = column::<Int64Array>(batch, 1, "signals")?;
-            let mask: BooleanArray = (0..batch.num_rows())
-                .map(|i| {
-                    let held = name.is_valid(i)
-                        && ts.is_valid(i)
-                        && keys.contains(&(name.value(i), ts.value(i)));
-                    Some(held == inside)
-                })
+            let mask: BooleanArray = read_keys(batch)?
+                .map(|key| Some(key.is_some_and(|k| keys.contains(&k)) == inside))
                 .collect();
             filter_record_batch(batch, &mask).map_err(|e| e.to_string())
         })
