@@ -7,8 +7,9 @@
 //! listing reads catalog rows only, never the files, so these rows cost it what real files would;
 //! a DuckLake scan of the table would fail on them, and none is run. Then, per sample, one real
 //! commit (a new file) lands and the engine brings its listing forward, as the next read after a
-//! commit does. Timed beside the whole load the listing replaced and DuckLake's own per-statement
-//! listing (`ducklake_list_files`) at the same size.
+//! commit does. Timed beside the whole load the listing replaced, DuckLake's own per-statement
+//! listing (`ducklake_list_files`) at the same size, and what a new instance reads: the
+//! table's head (its init) and then one bucket's files (its first request).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,7 +53,14 @@ struct Figures {
     refresh: Vec<Duration>,
     load: Vec<Duration>,
     ducklake: Vec<Duration>,
+    head: Vec<Duration>,
+    bucket: Vec<Duration>,
+    bucket_files: usize,
 }
+
+/// The bucket a new instance's first request reads: one of the 256 the registered files spread
+/// over (~400 files each at 10⁵).
+const BUCKET: &str = "7";
 
 /// Runs the case on every catalog asked and writes the `listing` sections.
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -74,6 +82,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "refresh_samples": f.refresh.len(),
             "load_ms_p50": percentile(&f.load, 50.0),
             "ducklake_list_files_ms_p50": percentile(&f.ducklake, 50.0),
+            "head_ms_p50": percentile(&f.head, 50.0),
+            "one_bucket_ms_p50": percentile(&f.bucket, 50.0),
+            "one_bucket_files": f.bucket_files,
             "goal_ms": GOAL_MS,
             "machine": report::machine(),
         }))
@@ -105,14 +116,35 @@ fn measure(backend: Backend, args: &Args) -> anyhow::Result<Figures> {
     let mut files = 0;
     for _ in 0..args.loads {
         let engine = Engine::on(Arc::clone(&shared));
-        let report = signals(&engine)?;
+        let report = signals(&engine, None)?;
         ensure!(
-            report.source == ListingSource::Loaded && report.usable,
+            report.source == ListingSource::Loaded && report.usable && report.complete,
             "{report:?}"
         );
         files = report.files;
         load.push(report.took);
     }
+    let (mut head, mut bucket, mut bucket_files) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..args.loads {
+        let engine = Engine::on(Arc::clone(&shared));
+        let report = signals(&engine, Some(&[]))?;
+        ensure!(
+            report.source == ListingSource::Loaded && report.usable && !report.complete,
+            "{report:?}"
+        );
+        head.push(report.took);
+        let report = signals(&engine, Some(&[BUCKET.to_owned()]))?;
+        ensure!(
+            report.source == ListingSource::Extended && report.usable,
+            "{report:?}"
+        );
+        bucket_files = report.files;
+        bucket.push(report.took);
+    }
+    ensure!(
+        bucket_files as u64 >= args.files / 256,
+        "one bucket's listing holds {bucket_files} files"
+    );
     ensure!(
         files as u64 > args.files,
         "the listing holds {files} files, {} were registered",
@@ -142,14 +174,14 @@ fn measure(backend: Backend, args: &Args) -> anyhow::Result<Figures> {
         args.commits
     );
     let engine = Engine::on(Arc::clone(&shared));
-    signals(&engine)?;
+    signals(&engine, None)?;
     let mut refresh = Vec::new();
     for i in 1..=args.commits {
         {
             let (conn, _) = shared.connect()?;
             commit_on(&conn, i)?;
         }
-        let report = signals(&engine)?;
+        let report = signals(&engine, None)?;
         ensure!(
             report.source == ListingSource::Refreshed && report.usable,
             "commit {i}: {report:?}"
@@ -167,13 +199,17 @@ fn measure(backend: Backend, args: &Args) -> anyhow::Result<Figures> {
         refresh,
         load,
         ducklake,
+        head,
+        bucket,
+        bucket_files,
     })
 }
 
-/// The `signals` listing the engine holds after bringing it to the newest snapshot.
-fn signals(engine: &Engine) -> anyhow::Result<dq_query::ListingReport> {
+/// The `signals` listing the engine holds after bringing it to the newest snapshot with the
+/// files of `keys` (`None`: every bucket).
+fn signals(engine: &Engine, keys: Option<&[String]>) -> anyhow::Result<dq_query::ListingReport> {
     engine
-        .list_files()?
+        .list_files(keys)?
         .into_iter()
         .find(|r| r.table == "signals")
         .context("no signals listing")
@@ -303,11 +339,17 @@ fn render(all: &[Figures]) -> String {
          production catalog). Then one real commit (a new file), and the next read's listing \
          is timed: **refresh** moves the cached listing forward by the catalog rows that changed \
          between its snapshot and the new one (on PostgreSQL in one statement run inside the \
-         catalog); **whole load** is what every commit cost before; **DuckLake's own listing** \
-         (`ducklake_list_files`) is the part of it DuckLake does for each statement it scans.\n\n\
+         catalog; timed with every bucket's files held, the most a listing holds); **whole \
+         load** reads every file row of the table; **DuckLake's own listing** \
+         (`ducklake_list_files`) is the part of it DuckLake does for each statement it scans. A \
+         new instance reads neither whole: its init reads the table's **head** (ids, paths, \
+         partition specs, inlined rows' keys, files without the table's partition values) and \
+         its first request **one bucket's files** (the vehicle's), each timed on a new \
+         engine.\n\n\
          | catalog | data files | refresh after one commit p50 ms | p95 ms | samples | goal | \
-         whole load p50 ms | DuckLake's own listing p50 ms |\n\
-         |---|---:|---:|---:|---:|---|---:|---:|\n",
+         whole load p50 ms | DuckLake's own listing p50 ms | head p50 ms | one bucket p50 ms \
+         (files) |\n\
+         |---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
     );
     for f in all {
         let goal = if f.catalog == "postgres" {
@@ -317,7 +359,7 @@ fn render(all: &[Figures]) -> String {
             "—".into()
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {goal} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {goal} | {} | {} | {} | {} ({}) |\n",
             f.catalog,
             f.files,
             ms(percentile(&f.refresh, 50.0)),
@@ -325,6 +367,9 @@ fn render(all: &[Figures]) -> String {
             f.refresh.len(),
             ms(percentile(&f.load, 50.0)),
             ms(percentile(&f.ducklake, 50.0)),
+            ms(percentile(&f.head, 50.0)),
+            ms(percentile(&f.bucket, 50.0)),
+            f.bucket_files,
         ));
     }
     out.push_str(&format!("\nMeasured on {}.\n", report::machine()));

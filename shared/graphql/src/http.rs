@@ -314,11 +314,13 @@ pub fn share_lake(lake: dq_lake::Lake) -> (Engine, Arc<dq_rawquery::Db>) {
 }
 
 /// Loads the file listing of every table the readers of [`share_lake`] read directly, one
-/// table after another: dq's tables on a connection of the engine's pool, `raw_events` on one
-/// of the cloud-event reader's, so each pool also holds a connection for the first request.
+/// table after another (each table's head and the files every read takes; a key's files,
+/// a vehicle's bucket, are read when a request first asks for it): dq's tables on a connection
+/// of the engine's pool, `raw_events` on one of the cloud-event reader's, so each pool also
+/// holds a connection for the first request.
 /// The function's init. A load that fails is logged and left to the first read.
 pub fn preload(engine: &Engine, db: &dq_rawquery::Db) {
-    if let Err(e) = engine.list_files() {
+    if let Err(e) = engine.list_files(Some(&[])) {
         tracing::warn!(error = %e, "preloading the file listings failed");
     }
     db.preload_listing();

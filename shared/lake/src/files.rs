@@ -117,8 +117,12 @@ pub enum ListingSource {
     /// The cached listing of an older snapshot, moved forward by the catalog rows that changed
     /// between the two snapshots.
     Refreshed,
-    /// Read whole from the catalog (first use, or when no refresh could be exact).
+    /// Read from the catalog (first use, or when no refresh could be exact): the table's head
+    /// and the files of the keys asked for.
     Loaded,
+    /// The listing of that snapshot already held, with the files of keys it lacked read from
+    /// the catalog.
+    Extended,
 }
 
 /// One table's listing at one snapshot, as a read would get it.
@@ -130,8 +134,11 @@ pub struct ListingReport {
     pub snapshot: i64,
     /// How it was obtained.
     pub source: ListingSource,
-    /// Data files at the snapshot (0 when unusable).
+    /// Data files held at the snapshot: of the keys read so far, or of every key (0 when
+    /// unusable).
     pub files: usize,
+    /// Whether the files of every key are held.
+    pub complete: bool,
     /// False when reads at this snapshot take the DuckLake scan.
     pub usable: bool,
     /// Time to obtain it.
@@ -163,8 +170,17 @@ struct Listing {
     /// What the catalog's relative paths resolve under: DuckLake's data path, then the schema's
     /// and the table's paths (empty in an unusable listing, which is never refreshed).
     prefix: Arc<str>,
-    /// Files by partition key, each with its day partition.
+    /// Files by partition key, each with its day partition: of every key, or of the keys in
+    /// `loaded`.
     by_key: HashMap<String, Arc<Vec<DataFile>>>,
+    /// The keys whose files `by_key` holds; `None`: every key. A listing is read a key at a
+    /// time as reads ask for keys (the one bucket of a vehicle), so a new instance does not
+    /// read the whole table's file rows (~650 ms at 10⁵ files on PostgreSQL) for its first
+    /// request, nor keep files it never opens.
+    loaded: Option<Arc<HashSet<String>>>,
+    /// Partition spec ids of the table other than [`Listing::layout_ids`]: their files are
+    /// read for every key.
+    other_ids: Arc<Vec<i64>>,
     /// Files without the spec's partition values: read for every key and day.
     unpartitioned: Arc<Vec<DataFile>>,
     /// Keys with inlined rows at this snapshot; `""` (a NULL or empty key) stands for every key.
@@ -235,6 +251,10 @@ impl Listing {
     /// the representable days reads from the first file or to the last (an unbounded look-back,
     /// a rollup read).
     fn select(&self, keys: Option<&[String]>, from_us: i64, to_us: i64) -> Option<Vec<&DataFile>> {
+        if !self.holds(keys) {
+            // `TableFiles::at` reads the keys first; a listing never answers for keys it lacks.
+            return None;
+        }
         if !self.usable || self.inlined.contains("") || self.unpartitioned.len() > MAX_UNPARTITIONED
         {
             return None;
@@ -271,7 +291,28 @@ impl Listing {
         Some(files)
     }
 
-    /// The newest day partition of any file (`None`: no file has one).
+    /// Whether the files of `keys` (`None`: every key) are held.
+    fn holds(&self, keys: Option<&[String]>) -> bool {
+        match (&self.loaded, keys) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(loaded), Some(keys)) => keys.iter().all(|k| loaded.contains(k)),
+        }
+    }
+
+    /// The keys of `keys` whose files are not held (`keys` is `Some`).
+    fn missing(&self, keys: &[String]) -> Vec<String> {
+        let Some(loaded) = &self.loaded else {
+            return Vec::new();
+        };
+        let distinct: HashSet<&String> = keys.iter().filter(|k| !loaded.contains(*k)).collect();
+        let mut missing: Vec<String> = distinct.into_iter().cloned().collect();
+        missing.sort_unstable();
+        missing
+    }
+
+    /// The newest day partition of any file (`None`: no file has one). Of a listing of every
+    /// key only.
     fn newest_day(&self) -> Option<NaiveDate> {
         self.by_key
             .values()
@@ -371,7 +412,7 @@ impl TableFiles {
         keys: Option<&[String]>,
         windows: [(i64, i64); N],
     ) -> duckdb::Result<Option<[String; N]>> {
-        let (listing, _) = self.at(conn, snapshot)?;
+        let (listing, _) = self.at(conn, snapshot, keys)?;
         let relations = windows.map(|(from_us, to_us)| {
             listing
                 .select(keys, from_us, to_us)
@@ -396,7 +437,7 @@ impl TableFiles {
         keys: Option<&[String]>,
         (from_us, to_us): (i64, i64),
     ) -> duckdb::Result<Option<bool>> {
-        let (listing, _) = self.at(conn, snapshot)?;
+        let (listing, _) = self.at(conn, snapshot, keys)?;
         Ok(listing
             .select(keys, from_us, to_us)
             .map(|files| !files.is_empty()))
@@ -412,85 +453,116 @@ impl TableFiles {
         conn: &Connection,
         snapshot: Snapshot,
     ) -> duckdb::Result<Option<Option<NaiveDate>>> {
-        let (listing, _) = self.at(conn, snapshot)?;
+        let (listing, _) = self.at(conn, snapshot, None)?;
         Ok(listing.usable.then(|| listing.newest_day()))
     }
 
-    /// The listing at `snapshot` as a read would obtain it, and how.
+    /// The listing at `snapshot` holding the files of `keys` (`None`: every key; `Some(&[])`:
+    /// the table's head and its files read for every key) as a read would obtain it, and how.
     ///
     /// # Errors
     /// Catalog reads failed.
-    pub fn listing(&self, conn: &Connection, snapshot: Snapshot) -> duckdb::Result<ListingReport> {
+    pub fn listing(
+        &self,
+        conn: &Connection,
+        snapshot: Snapshot,
+        keys: Option<&[String]>,
+    ) -> duckdb::Result<ListingReport> {
         let started = Instant::now();
-        let (listing, source) = self.at(conn, snapshot)?;
+        let (listing, source) = self.at(conn, snapshot, keys)?;
         Ok(ListingReport {
             table: self.spec.name,
             snapshot: listing.snapshot,
             source,
             files: listing.file_count(),
+            complete: listing.loaded.is_none(),
             usable: listing.usable,
             took: started.elapsed(),
         })
     }
 
-    /// The listing at `snapshot`: cached, else the newest older cached one refreshed, else
-    /// loaded whole. One loader at a time: the others wait for its result instead of loading
-    /// the same snapshot again.
+    /// The listing at `snapshot` holding the files of `keys` (`None`: every key): cached, else
+    /// the newest older cached one refreshed (the keys it holds), else loaded; then the keys
+    /// it lacks read into it. One loader at a time: the others wait for its result instead of
+    /// reading the same rows again.
     fn at(
         &self,
         conn: &Connection,
         snapshot: Snapshot,
+        keys: Option<&[String]>,
     ) -> duckdb::Result<(Arc<Listing>, ListingSource)> {
         let mut cached = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(l) = cached.iter().find(|l| l.snapshot == snapshot.0) {
-            return Ok((Arc::clone(l), ListingSource::Cached));
-        }
         let started = Instant::now();
-        let base = cached
-            .iter()
-            .find(|l| l.snapshot < snapshot.0 && l.usable)
-            .cloned();
-        // A refresh that fails is logged and replaced by a whole load, never by a worse answer.
-        let refreshed = base.and_then(|base| {
-            refresh(conn, self.postgres, &self.spec, &base, snapshot.0)
-                .inspect_err(|e| {
-                    tracing::warn!(table = self.spec.name, error = %e, "listing refresh failed")
-                })
-                .ok()
-                .flatten()
-        });
-        let (listing, source) = match refreshed {
-            Some(l) => (Arc::new(l), ListingSource::Refreshed),
-            None => (
-                Arc::new(load(conn, self.postgres, &self.spec, snapshot.0)?),
-                ListingSource::Loaded,
-            ),
+        let held = cached.iter().find(|l| l.snapshot == snapshot.0).cloned();
+        let (listing, source) = match held {
+            Some(l) => (l, ListingSource::Cached),
+            None => {
+                let base = cached
+                    .iter()
+                    .find(|l| l.snapshot < snapshot.0 && l.usable)
+                    .cloned();
+                // A refresh that fails is logged and replaced by a load, never by a worse
+                // answer.
+                let refreshed = base.and_then(|base| {
+                    refresh(conn, self.postgres, &self.spec, &base, snapshot.0)
+                        .inspect_err(|e| {
+                            tracing::warn!(
+                                table = self.spec.name,
+                                error = %e,
+                                "listing refresh failed"
+                            )
+                        })
+                        .ok()
+                        .flatten()
+                });
+                match refreshed {
+                    Some(l) => (Arc::new(l), ListingSource::Refreshed),
+                    None => (
+                        Arc::new(load(conn, self.postgres, &self.spec, snapshot.0, keys)?),
+                        ListingSource::Loaded,
+                    ),
+                }
+            }
         };
-        tracing::debug!(
-            table = self.spec.name,
-            snapshot = snapshot.0,
-            ?source,
-            usable = listing.usable,
-            keys = listing.by_key.len(),
-            took_ms = started.elapsed().as_millis() as u64,
-            "file listing"
-        );
-        cached.push(Arc::clone(&listing));
-        cached.sort_by_key(|l| std::cmp::Reverse(l.snapshot));
-        cached.truncate(CACHED_LISTINGS);
+        let (listing, source) = if !listing.usable || listing.holds(keys) {
+            (listing, source)
+        } else if let Some(keys) = keys {
+            let missing = listing.missing(keys);
+            let extended = extend(conn, self.postgres, &listing, &missing)?;
+            (Arc::new(extended), ListingSource::Extended)
+        } else {
+            let whole = load(conn, self.postgres, &self.spec, snapshot.0, None)?;
+            (Arc::new(whole), ListingSource::Loaded)
+        };
+        if source != ListingSource::Cached {
+            tracing::debug!(
+                table = self.spec.name,
+                snapshot = snapshot.0,
+                ?source,
+                usable = listing.usable,
+                keys = listing.by_key.len(),
+                complete = listing.loaded.is_none(),
+                took_ms = started.elapsed().as_millis() as u64,
+                "file listing"
+            );
+            cached.retain(|l| l.snapshot != listing.snapshot);
+            cached.push(Arc::clone(&listing));
+            cached.sort_by_key(|l| std::cmp::Reverse(l.snapshot));
+            cached.truncate(CACHED_LISTINGS);
+        }
         Ok((listing, source))
     }
 }
 
-/// Brings `files`' listing to the newest snapshot on a connection of `pool`: what the query
-/// functions' init runs, so that their first request finds it instead of loading it (a whole
-/// load is a few ms on a fresh instance of a small lake, most of a cold request, and ~450 ms at
-/// 10⁵ files on PostgreSQL), and finds a pooled connection. `None` when the load failed
-/// (logged; the first read loads it itself).
+/// Brings `files`' listing to the newest snapshot on a connection of `pool`, holding the
+/// table's head (ids, paths, partition specs, inlined keys and deletes) and no key's files yet:
+/// what the query functions' init runs, so that their first request reads only its own keys'
+/// file rows (a few ms whatever the table's size), and finds a pooled connection. `None` when
+/// the load failed (logged; the first read loads it itself).
 pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> {
     pool.run(|conn| {
         crate::request_snapshot(conn, pool.is_postgres())
-            .and_then(|snapshot| files.listing(conn, snapshot))
+            .and_then(|snapshot| files.listing(conn, snapshot, Some(&[])))
     })
     .and_then(|report| {
         report.map_err(|e| crate::db_error(pool.redactor(), "preload table files", e))
@@ -537,26 +609,36 @@ fn in_catalog(postgres: bool, sql: &str) -> String {
     }
 }
 
-fn load(conn: &Connection, postgres: bool, spec: &TableSpec, s: i64) -> duckdb::Result<Listing> {
-    match load_once(conn, postgres, spec, s) {
+/// The listing at `s` holding the files of `keys` (`None`: every key) and the files read for
+/// every key.
+fn load(
+    conn: &Connection,
+    postgres: bool,
+    spec: &TableSpec,
+    s: i64,
+    keys: Option<&[String]>,
+) -> duckdb::Result<Listing> {
+    match load_once(conn, postgres, spec, s, keys) {
         // din's flush dropped an inlined-data table between the two statements: its rows are
         // in files now, dated back to their snapshots, so the load at `s` again finds them.
-        Err(e) if is_missing_inlined_table(&e) => load_once(conn, postgres, spec, s),
+        Err(e) if is_missing_inlined_table(&e) => load_once(conn, postgres, spec, s, keys),
         other => other,
     }
 }
 
-/// A whole load in two catalog statements (three with inlined deletes): the table's head row
-/// (id, paths, `next_file_id`, partition specs, inlined tables), then its live files with
-/// their partition values and delete files beside the inlined rows' keys. On PostgreSQL both
-/// run inside the catalog (`postgres_query`) and never through DuckDB's scanner of it, whose
-/// first use on a fresh instance loads the catalog's schema (measured on a 10-vehicle lake:
-/// seven statements, most through the scanner, took 13–18 ms a table; these two take 4–9).
+/// A load in two catalog statements (three with inlined deletes): the table's head row (id,
+/// paths, `next_file_id`, partition specs, inlined tables), then its live files of `keys`
+/// (`None`: all) with their partition values and delete files beside the inlined rows' keys.
+/// On PostgreSQL both run inside the catalog (`postgres_query`) and never through DuckDB's
+/// scanner of it, whose first use on a fresh instance loads the catalog's schema (measured on
+/// a 10-vehicle lake: seven statements, most through the scanner, took 13–18 ms a table; these
+/// two take 4–9).
 fn load_once(
     conn: &Connection,
     postgres: bool,
     spec: &TableSpec,
     s: i64,
+    keys: Option<&[String]>,
 ) -> duckdb::Result<Listing> {
     let (name, layout) = (spec.name, spec.layout());
     let mut listing = Listing::unusable(s);
@@ -577,7 +659,9 @@ fn load_once(
                     JOIN {m}ducklake_column c ON c.table_id = pc.table_id \
                       AND c.column_id = pc.column_id AND {} \
                     WHERE pc.table_id = t.table_id GROUP BY pc.partition_id) l) AS layouts, \
-           {} AS inlined_tables, {} AS inlined_deletes \
+           {} AS inlined_tables, {} AS inlined_deletes, \
+           (SELECT string_agg(CAST(pi.partition_id AS VARCHAR), ',') \
+              FROM {m}ducklake_partition_info pi WHERE pi.table_id = t.table_id) AS specs \
          FROM {m}ducklake_table t \
          JOIN {m}ducklake_schema sc ON sc.schema_id = t.schema_id \
          WHERE sc.schema_name = 'main' AND t.table_name = '{name}' AND {} AND {}",
@@ -604,6 +688,7 @@ fn load_once(
                     layouts: r.get(7)?,
                     inlined_tables: r.get(8)?,
                     inlined_deletes: r.get(9)?,
+                    specs: r.get(10)?,
                 })
             },
         )
@@ -627,9 +712,25 @@ fn load_once(
         .filter(|(_, spec)| *spec == layout)
         .filter_map(|(id, _)| id.parse().ok())
         .collect();
+    let other_ids: Vec<i64> = head
+        .specs
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|id| id.parse().ok())
+        .filter(|id| !layout_ids.contains(id))
+        .collect();
     let Some(inlined_tables) = inlined_names(head.inlined_tables) else {
         return Ok(Listing::unusable(s));
     };
+    let only = keys.map(|keys| {
+        let ids = format!(
+            "{} UNION {}",
+            files_of_keys_sql(&m, table, keys),
+            files_of_every_key_sql(&m, table, &other_ids, s)
+        );
+        format!("AND {}", file_id_in(postgres, &ids))
+    });
 
     // The live files with their partition values and delete files, beside the keys of the
     // rows live in the inlined-data tables: on PostgreSQL the catalog sends the table's file
@@ -644,46 +745,23 @@ fn load_once(
            FROM {m}ducklake_data_file f \
            LEFT JOIN {m}ducklake_file_partition_value p ON p.data_file_id = f.data_file_id \
            LEFT JOIN ({}) d ON d.data_file_id = f.data_file_id \
-           WHERE f.table_id = {table} AND {} \
+           WHERE f.table_id = {table} AND {} {} \
            GROUP BY f.data_file_id, f.path, f.path_is_relative, f.partition_id, f.mapping_id, \
              f.encryption_key, d.n, d.max_id, d.path, d.relative, d.plain) f ON true",
         inlined_keys_sql(&m, &key_text(spec, postgres), &inlined_tables, s),
         delete_files_sql(&m, table, s),
-        live("f", s)
+        live("f", s),
+        only.unwrap_or_default()
     );
-    let mut stmt = conn.prepare(&format!("SELECT * FROM {}", in_catalog(postgres, &files)))?;
-    let mut rows = stmt.query([])?;
-    let mut keys = None;
-    while let Some(r) = rows.next()? {
-        keys = r.get::<_, Option<String>>(0)?;
-        // No file row: the one row of a table without files.
-        let Some(id) = r.get::<_, Option<i64>>(1)? else {
-            continue;
-        };
-        let partition = partition_of(
-            &layout_ids,
-            r.get(4)?,
-            r.get::<_, Option<String>>(6)?.as_deref(),
-        );
-        let deletes = delete_files_at(r, 7)?;
-        let relative: bool = r.get(3)?;
-        let file = DataFile {
-            id,
-            path: under(&head.prefix, &r.get::<_, String>(2)?, relative),
-            day: partition.as_ref().and_then(|(_, d)| *d),
-            deletes: deletes
-                .path
-                .as_ref()
-                .map(|(path, relative)| under(&head.prefix, path, *relative)),
-            plain: r.get::<_, bool>(5)? && id < next_file_id && deletes.readable(next_file_id),
-        };
-        listing.insert(partition.map(|(k, _)| k), file);
-    }
     listing.table_id = table;
     listing.next_file_id = next_file_id;
     listing.layout_ids = Arc::new(layout_ids);
+    listing.other_ids = Arc::new(other_ids);
+    listing.prefix = Arc::from(head.prefix);
+    listing.loaded = keys.map(|keys| Arc::new(keys.iter().cloned().collect()));
+    let inlined_keys = read_files(conn, postgres, &files, &mut listing, true)?;
     listing.inlined_tables = Arc::new(inlined_tables);
-    listing.inlined = parse_keys(keys);
+    listing.inlined = parse_keys(inlined_keys);
     listing.inlined_deletes = Arc::new(inlined_deletes(
         conn,
         postgres,
@@ -691,9 +769,146 @@ fn load_once(
         s,
         head.inlined_deletes,
     )?);
-    listing.prefix = Arc::from(head.prefix);
     listing.usable = true;
     Ok(listing)
+}
+
+/// Reads the file rows of `sql` (the files statement of [`load_once`]: inlined keys, then a
+/// file's id, path, relativity, spec id, plainness, partition values and delete files) into
+/// `listing`, whose head fields are set; returns the inlined keys. `unpartitioned`: files
+/// without the table's partition values are taken (else they are already held). Only files of
+/// the keys the listing holds are taken.
+fn read_files(
+    conn: &Connection,
+    postgres: bool,
+    sql: &str,
+    listing: &mut Listing,
+    unpartitioned: bool,
+) -> duckdb::Result<Option<String>> {
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {}", in_catalog(postgres, sql)))?;
+    let mut rows = stmt.query([])?;
+    let mut keys = None;
+    let next_file_id = listing.next_file_id;
+    while let Some(r) = rows.next()? {
+        keys = r.get::<_, Option<String>>(0)?;
+        // No file row: the one row of a table without files.
+        let Some(id) = r.get::<_, Option<i64>>(1)? else {
+            continue;
+        };
+        let partition = partition_of(
+            &listing.layout_ids,
+            r.get(4)?,
+            r.get::<_, Option<String>>(6)?.as_deref(),
+        );
+        let key = partition.as_ref().map(|(k, _)| k.clone());
+        let wanted = match (&key, &listing.loaded) {
+            (None, _) => unpartitioned,
+            (Some(_), None) => true,
+            (Some(k), Some(loaded)) => loaded.contains(k),
+        };
+        if !wanted {
+            continue;
+        }
+        let deletes = delete_files_at(r, 7)?;
+        let relative: bool = r.get(3)?;
+        let file = DataFile {
+            id,
+            path: under(&listing.prefix, &r.get::<_, String>(2)?, relative),
+            day: partition.as_ref().and_then(|(_, d)| *d),
+            deletes: deletes
+                .path
+                .as_ref()
+                .map(|(path, relative)| under(&listing.prefix, path, *relative)),
+            plain: r.get::<_, bool>(5)? && id < next_file_id && deletes.readable(next_file_id),
+        };
+        listing.insert(key, file);
+    }
+    Ok(keys)
+}
+
+/// `base` (at its snapshot) holding the files of `keys` too: one catalog statement for those
+/// keys' files; the head, the files of every key, inlined keys and deletes are the base's.
+fn extend(
+    conn: &Connection,
+    postgres: bool,
+    base: &Listing,
+    keys: &[String],
+) -> duckdb::Result<Listing> {
+    let (s, table) = (base.snapshot, base.table_id);
+    let m = catalog_prefix(postgres);
+    let files = format!(
+        "SELECT CAST(NULL AS VARCHAR) AS keys, f.* FROM (\
+           SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
+             f.mapping_id IS NULL AND f.encryption_key IS NULL AS catalog_plain, \
+             (SELECT string_agg(p.partition_value, chr(31) ORDER BY p.partition_key_index) \
+               FROM {m}ducklake_file_partition_value p \
+               WHERE p.table_id = {table} AND p.data_file_id = f.data_file_id) AS part, \
+             d.n, d.max_id, d.path AS del_path, d.relative AS del_relative, d.plain AS del_plain \
+           FROM {m}ducklake_data_file f \
+           {} \
+           WHERE f.table_id = {table} AND {} AND {}) f",
+        deletes_join(postgres, &m, table, s),
+        live("f", s),
+        file_id_in(postgres, &files_of_keys_sql(&m, table, keys))
+    );
+    let mut fresh = Listing {
+        loaded: Some(Arc::new(keys.iter().cloned().collect())),
+        by_key: HashMap::new(),
+        ..base.clone()
+    };
+    read_files(conn, postgres, &files, &mut fresh, false)?;
+    let mut next = base.clone();
+    let mut loaded = next.loaded.as_deref().cloned().unwrap_or_default();
+    loaded.extend(keys.iter().cloned());
+    next.loaded = Some(Arc::new(loaded));
+    next.by_key.extend(fresh.by_key);
+    Ok(next)
+}
+
+/// `f.data_file_id` is one of the ids `ids` (a statement) selects. Inside PostgreSQL as an
+/// array the statement fills first, so each file row is looked up by its key: PostgreSQL
+/// estimates a key's files from the partition values of every key index together (bucket 7
+/// shares its value with every July and every 7th), and at 10⁵ files chose to scan the whole
+/// file table for a bucket's 391 rows (`make bench-listing`: one bucket's files 25.6 → 8.2 ms).
+fn file_id_in(postgres: bool, ids: &str) -> String {
+    if postgres {
+        format!("f.data_file_id = ANY (ARRAY({ids}))")
+    } else {
+        format!("f.data_file_id IN ({ids})")
+    }
+}
+
+/// The ids of `table`'s data files whose first partition value is one of `keys` (any spec's;
+/// [`read_files`] keeps those laid out as the table's).
+fn files_of_keys_sql(m: &str, table: i64, keys: &[String]) -> String {
+    if keys.is_empty() {
+        return format!("SELECT data_file_id FROM {m}ducklake_data_file WHERE false");
+    }
+    let list: Vec<String> = keys.iter().map(|k| quote(k)).collect();
+    format!(
+        "SELECT k.data_file_id FROM {m}ducklake_file_partition_value k \
+         WHERE k.table_id = {table} AND k.partition_key_index = 0 \
+           AND k.partition_value IN ({})",
+        list.join(", ")
+    )
+}
+
+/// The ids of `table`'s files live at `s` that a read of any key takes: without a partition
+/// spec, under one of `other_ids` (not the table's layout), or with a NULL first value.
+fn files_of_every_key_sql(m: &str, table: i64, other_ids: &[i64], s: i64) -> String {
+    let other = if other_ids.is_empty() {
+        String::new()
+    } else {
+        let ids: Vec<String> = other_ids.iter().map(i64::to_string).collect();
+        format!(" OR u.partition_id IN ({})", ids.join(", "))
+    };
+    format!(
+        "SELECT u.data_file_id FROM {m}ducklake_data_file u \
+         WHERE u.table_id = {table} AND (u.partition_id IS NULL{other}) AND {} \
+         UNION SELECT k.data_file_id FROM {m}ducklake_file_partition_value k \
+         WHERE k.table_id = {table} AND k.partition_key_index = 0 AND k.partition_value IS NULL",
+        live("u", s)
+    )
 }
 
 /// The head row of a whole load.
@@ -708,6 +923,8 @@ struct Head {
     inlined_tables: Option<String>,
     /// [`inlined_deletes_exist`]'s answer.
     inlined_deletes: Option<bool>,
+    /// Every partition spec id of the table, `,`-joined.
+    specs: Option<String>,
 }
 
 /// `path` as DuckLake resolves it: under `base` when the catalog marks it relative.
@@ -826,24 +1043,7 @@ fn refresh(
     // plans with its statistics (a parameter's default estimate made it JIT-compile the
     // statement: ~35 ms at 10⁵ files).
     let next = base.next_file_id;
-    // The changed files' live delete files: looked up per file through the catalog's index
-    // inside PostgreSQL; DuckDB aggregates the table's live delete files once and joins them
-    // (a per-file lookup there was 15 ms at 10⁵ files).
-    let deletes = if postgres {
-        format!(
-            "LEFT JOIN LATERAL (SELECT count(*) AS n, max(d.delete_file_id) AS max_id, \
-               max(d.path) AS path, bool_and(d.path_is_relative) AS relative, \
-               bool_and(d.encryption_key IS NULL AND lower(d.format) = 'parquet') AS plain \
-             FROM ducklake_delete_file d \
-             WHERE d.table_id = {table} AND d.data_file_id = f.data_file_id AND {}) d ON true",
-            live("d", s)
-        )
-    } else {
-        format!(
-            "LEFT JOIN ({}) d ON d.data_file_id = f.data_file_id",
-            delete_files_sql(&m, table, s)
-        )
-    };
+    let deletes = deletes_join(postgres, &m, table, s);
     let statement = |scanned: &[String]| {
         let sql = format!(
         "SELECT b.kept, b.next_file_id, b.table_live, b.inlined_tables, b.inlined_keys, \
@@ -961,6 +1161,12 @@ fn refresh(
         let partition = partition_of(&next.layout_ids, partition_id, part.as_deref());
         let day = partition.as_ref().and_then(|(_, d)| *d);
         let key = partition.map(|(k, _)| k);
+        if let (Some(loaded), Some(k)) = (&next.loaded, &key) {
+            if !loaded.contains(k) {
+                // A key not read yet: read whole, at its snapshot, when a read asks for it.
+                continue;
+            }
+        }
         next.group_mut(key.clone()).retain(|f| f.id != id);
         if live != Some(true) {
             continue;
@@ -988,6 +1194,28 @@ fn refresh(
     next.by_key.retain(|_, files| !files.is_empty());
     next.inlined_deletes = Arc::new(inlined_deletes(conn, postgres, table, s, deletes_exist)?);
     Ok(Some(next))
+}
+
+/// The join giving each data file `f` of `table` its live delete files at `s` as
+/// [`delete_files_sql`]'s columns (alias `d`): looked up per file through the catalog's index
+/// inside PostgreSQL; DuckDB aggregates the table's live delete files once and joins them (a
+/// per-file lookup there was 15 ms at 10⁵ files).
+fn deletes_join(postgres: bool, m: &str, table: i64, s: i64) -> String {
+    if postgres {
+        format!(
+            "LEFT JOIN LATERAL (SELECT count(*) AS n, max(d.delete_file_id) AS max_id, \
+               max(d.path) AS path, bool_and(d.path_is_relative) AS relative, \
+               bool_and(d.encryption_key IS NULL AND lower(d.format) = 'parquet') AS plain \
+             FROM ducklake_delete_file d \
+             WHERE d.table_id = {table} AND d.data_file_id = f.data_file_id AND {}) d ON true",
+            live("d", s)
+        )
+    } else {
+        format!(
+            "LEFT JOIN ({}) d ON d.data_file_id = f.data_file_id",
+            delete_files_sql(m, table, s)
+        )
+    }
 }
 
 /// A data file the refresh found changed, as of the new snapshot.
@@ -1438,23 +1666,50 @@ mod tests {
         .unwrap();
     }
 
-    /// A refresh from `base` to the newest snapshot lists what a whole load lists; returns it.
+    /// `l` holding only the files of `keys` and those read for every key.
+    fn restricted(l: &Listing, keys: &[String]) -> Listing {
+        let mut only = l.clone();
+        only.by_key.retain(|k, _| keys.contains(k));
+        only
+    }
+
+    /// A refresh from `base` to the newest snapshot lists what a whole load lists, and one from
+    /// `partial` (a listing of a few keys) what a load of those keys lists, the whole load's
+    /// files of those keys; the partial one extended by every other key lists what the whole
+    /// load lists. Returns both refreshed.
     fn refreshed_as_loaded(
         conn: &Connection,
         postgres: bool,
-        base: &Listing,
+        (base, partial): (&Listing, &Listing),
         stage: &str,
-    ) -> Listing {
+    ) -> (Listing, Listing) {
         let s = newest(conn);
         assert!(s > base.snapshot, "{stage}: a commit landed");
-        let loaded = load(conn, postgres, &SIGNALS, s).unwrap();
+        let loaded = load(conn, postgres, &SIGNALS, s, None).unwrap();
         assert_lists_as_ducklake(conn, &SIGNALS, &loaded, stage);
         let refreshed = refresh(conn, postgres, &SIGNALS, base, s)
             .unwrap()
             .unwrap_or_else(|| panic!("{stage}: the refresh answered"));
         assert_eq!(rows(&refreshed), rows(&loaded), "{stage}");
         assert_eq!(refreshed.snapshot, s);
-        refreshed
+
+        let keys: Vec<String> = partial.loaded.as_deref().unwrap().iter().cloned().collect();
+        let moved = refresh(conn, postgres, &SIGNALS, partial, s)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{stage}: the partial refresh answered"));
+        let expected = rows(&restricted(&loaded, &keys));
+        assert_eq!(rows(&moved), expected, "{stage}: partial refresh");
+        let direct = load(conn, postgres, &SIGNALS, s, Some(&keys)).unwrap();
+        assert_eq!(rows(&direct), expected, "{stage}: partial load");
+        let others: Vec<String> = loaded
+            .by_key
+            .keys()
+            .filter(|k| !keys.contains(k))
+            .cloned()
+            .collect();
+        let extended = extend(conn, postgres, &moved, &others).unwrap();
+        assert_eq!(rows(&extended), rows(&loaded), "{stage}: extended");
+        (refreshed, moved)
     }
 
     /// Every data file of `l` with its delete file, resolved, as DuckLake's own listing of that
@@ -1525,27 +1780,36 @@ mod tests {
         let subjects = ["did:a:1", "did:a:2", "did:a:3", "did:a:4"];
 
         insert(conn, &subjects, "2025-06-01", 24);
-        let base = load(conn, postgres, &SIGNALS, newest(conn)).unwrap();
+        let base = load(conn, postgres, &SIGNALS, newest(conn), None).unwrap();
         assert!(base.usable && base.file_count() >= 4, "{:?}", rows(&base));
+        // The keys of `did:a:1` (new files next) and `did:a:3` (inlined rows after), by the rule
+        // of `insert`; the other two are read into it by extension at each stage.
+        let keys = ["98".to_owned(), "100".to_owned()];
+        let partial = load(conn, postgres, &SIGNALS, base.snapshot, Some(&keys)).unwrap();
+        assert_eq!(rows(&partial), rows(&restricted(&base, &keys)));
+        assert_eq!(partial.file_count(), 2, "{:?}", rows(&partial));
+        // A listing of no key yet: the head alone, as the query functions' init loads it.
+        let head = load(conn, postgres, &SIGNALS, base.snapshot, Some(&[])).unwrap();
+        assert!(head.usable && head.file_count() == 0 && head.table_id == base.table_id);
 
         insert(conn, &subjects[..2], "2025-06-02", 24);
-        let l = refreshed_as_loaded(conn, postgres, &base, "new files");
+        let (l, p) = refreshed_as_loaded(conn, postgres, (&base, &partial), "new files");
         assert!(l.file_count() > base.file_count());
         // The base listing is untouched: its buckets were shared, not changed in place.
         assert_eq!(
             rows(&base),
-            rows(&load(conn, postgres, &SIGNALS, base.snapshot).unwrap())
+            rows(&load(conn, postgres, &SIGNALS, base.snapshot, None).unwrap())
         );
 
         insert(conn, &subjects[2..3], "2025-06-03", 2);
-        let l = refreshed_as_loaded(conn, postgres, &l, "inlined rows");
+        let (l, p) = refreshed_as_loaded(conn, postgres, (&l, &p), "inlined rows");
         assert!(!l.inlined.is_empty(), "DuckLake inlined the two rows");
 
         conn.execute_batch(
             "DELETE FROM lake.signals WHERE \"timestamp\" < '2025-06-01 12:00:00+00'::TIMESTAMPTZ",
         )
         .unwrap();
-        let l = refreshed_as_loaded(conn, postgres, &l, "delete files");
+        let (l, p) = refreshed_as_loaded(conn, postgres, (&l, &p), "delete files");
         assert!(
             l.by_key
                 .values()
@@ -1557,7 +1821,7 @@ mod tests {
         // A delete of a few rows: DuckLake keeps it in the catalog, not in a delete file.
         conn.execute_batch("DELETE FROM lake.signals WHERE value_number = 20")
             .unwrap();
-        let l = refreshed_as_loaded(conn, postgres, &l, "inlined deletes");
+        let (l, p) = refreshed_as_loaded(conn, postgres, (&l, &p), "inlined deletes");
         assert!(
             !l.inlined_deletes.is_empty(),
             "DuckLake inlined the deletes: {:?}",
@@ -1587,7 +1851,8 @@ mod tests {
              CALL ducklake_cleanup_old_files('lake', cleanup_all => true);"
         ))
         .unwrap();
-        let after = refreshed_as_loaded(conn, postgres, &l, "flushed, rewritten, merged");
+        let (after, _) =
+            refreshed_as_loaded(conn, postgres, (&l, &p), "flushed, rewritten, merged");
         assert!(after.inlined.is_empty());
 
         // A base whose snapshot was expired: its removed files' rows may be gone.
@@ -1603,13 +1868,15 @@ mod tests {
 
         // The query functions attach the catalog read-only: the refresh runs there too.
         if postgres {
-            let base = load(conn, postgres, &SIGNALS, newest(conn)).unwrap();
+            let base = load(conn, postgres, &SIGNALS, newest(conn), None).unwrap();
             insert(conn, &subjects[..1], "2025-06-05", 24);
             let ro = t.open_with(|c| c.read_only = true).unwrap();
             let moved = refresh(ro.conn(), true, &SIGNALS, &base, newest(ro.conn())).unwrap();
             assert_eq!(
                 moved.map(|l| rows(&l)),
-                Some(rows(&load(conn, postgres, &SIGNALS, newest(conn)).unwrap()))
+                Some(rows(
+                    &load(conn, postgres, &SIGNALS, newest(conn), None).unwrap()
+                ))
             );
         }
     }
@@ -1640,8 +1907,12 @@ mod tests {
         insert("dimo.status", "2025-06-01", 20);
         insert("dimo.status", "2025-06-02", 20);
         insert("dimo.tombstone", "2025-06-02", 20);
-        let base = load(conn, postgres, &RAW, newest(conn)).unwrap();
+        let base = load(conn, postgres, &RAW, newest(conn), None).unwrap();
         assert_lists_as_ducklake(conn, &RAW, &base, "raw_events");
+        let status_only = ["dimo.status".to_owned()];
+        let partial = load(conn, postgres, &RAW, base.snapshot, Some(&status_only)).unwrap();
+        assert_eq!(rows(&partial), rows(&restricted(&base, &status_only)));
+        assert_eq!(partial.file_count(), 2);
         let day2 = (us(2025, 6, 2, 0), us(2025, 6, 3, 0));
         let status = ["dimo.status".to_owned()];
         let picked = base.select(Some(&status), day2.0, day2.1).unwrap();
@@ -1653,14 +1924,20 @@ mod tests {
         insert("dimo.status", "2025-06-03", 20);
         let s = newest(conn);
         let moved = refresh(conn, postgres, &RAW, &base, s).unwrap().unwrap();
-        assert_eq!(rows(&moved), rows(&load(conn, postgres, &RAW, s).unwrap()));
+        assert_eq!(
+            rows(&moved),
+            rows(&load(conn, postgres, &RAW, s, None).unwrap())
+        );
         assert_eq!(moved.newest_day(), NaiveDate::from_ymd_opt(2025, 6, 3));
 
         // A bundle of a few rows is inlined: reads of its type take the scan, other types not.
         insert("dimo.tombstone", "2025-06-03", 2);
         let s = newest(conn);
         let moved = refresh(conn, postgres, &RAW, &moved, s).unwrap().unwrap();
-        assert_eq!(rows(&moved), rows(&load(conn, postgres, &RAW, s).unwrap()));
+        assert_eq!(
+            rows(&moved),
+            rows(&load(conn, postgres, &RAW, s, None).unwrap())
+        );
         assert!(moved.select(Some(&status), day2.0, day2.1).is_some());
         assert!(moved
             .select(Some(&["dimo.tombstone".to_owned()]), day2.0, day2.1)

@@ -2,15 +2,17 @@
 //!
 //! DuckLake creates its catalog tables with primary keys only. A read that moves a file listing
 //! from one snapshot to the next asks for the data and delete files that began or ended between
-//! the two, and for the partition values of those files; without these indexes each of those is
-//! a sequential scan of tables that hold a row per file (10⁵–10⁶ in production) and four per
-//! file for the partition values. Indexes change no row DuckLake reads or writes; din's catalog
+//! the two, and for the partition values of those files; a read of a key the listing does not
+//! hold yet asks for the files of that key (first partition value) and for the table's files
+//! without its partition spec. Without these indexes each of those is a sequential scan of
+//! tables that hold a row per file (10⁵–10⁶ in production) and four per file for the partition
+//! values. Indexes change no row DuckLake reads or writes; din's catalog
 //! only gains them. The file catalog is scanned in-process, where a scan of 10⁵ rows is cheap.
 
 use crate::{quote, Lake, Result, METADATA};
 
 /// `(index, table, columns)` created on a PostgreSQL catalog.
-pub const CHANGE_INDEXES: [(&str, &str, &str); 6] = [
+pub const CHANGE_INDEXES: [(&str, &str, &str); 8] = [
     (
         "dq_data_file_begin",
         "ducklake_data_file",
@@ -40,6 +42,16 @@ pub const CHANGE_INDEXES: [(&str, &str, &str); 6] = [
         "dq_file_partition_value_file",
         "ducklake_file_partition_value",
         "data_file_id",
+    ),
+    (
+        "dq_file_partition_value_key",
+        "ducklake_file_partition_value",
+        "table_id, partition_key_index, partition_value",
+    ),
+    (
+        "dq_data_file_partition",
+        "ducklake_data_file",
+        "table_id, partition_id",
     ),
 ];
 

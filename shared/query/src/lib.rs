@@ -273,17 +273,19 @@ impl Engine {
         .unwrap_or(true)
     }
 
-    /// Brings the file listings of dq's tables to the newest snapshot, as
-    /// the next read would (cached, refreshed from the previous listing, or loaded whole), and
-    /// says how each was obtained. Empty with direct reads off.
+    /// Brings the file listings of dq's tables to the newest snapshot holding the files of the
+    /// partition keys `keys` (subject buckets; `None`: every key, `Some(&[])`: the tables' heads
+    /// and the files read for every key), as the next read would (cached, refreshed from the
+    /// previous listing, loaded, or extended by keys), and says how each was obtained. Empty
+    /// with direct reads off.
     ///
     /// # Errors
     /// The catalog could not be read.
-    pub fn list_files(&self) -> Result<Vec<ListingReport>> {
+    pub fn list_files(&self, keys: Option<&[String]>) -> Result<Vec<ListingReport>> {
         self.with_snapshot("list table files", |c, snapshot| {
             self.files
                 .iter()
-                .map(|files| files.listing(c, snapshot))
+                .map(|files| files.listing(c, snapshot, keys))
                 .collect()
         })
     }

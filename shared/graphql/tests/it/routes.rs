@@ -347,7 +347,7 @@ async fn init_preloads_every_listing_a_request_reads() {
     .await;
     let (engine, db) = dq_graphql::http::share_lake(t.open().unwrap());
     dq_graphql::http::preload(&engine, &db);
-    let reports = engine.list_files().unwrap();
+    let reports = engine.list_files(Some(&[])).unwrap();
     let tables: Vec<_> = reports.iter().map(|r| r.table).collect();
     assert_eq!(
         tables,

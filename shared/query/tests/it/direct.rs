@@ -291,13 +291,13 @@ fn compare_all(f: &Fixture, stage: &str, direct: bool) {
 
 /// After a commit, every listing moves forward from the cached one instead of loading whole.
 fn assert_refreshed(f: &Fixture, stage: &str) {
-    let reports = f.direct.list_files().unwrap();
+    let reports = f.direct.list_files(Some(&[])).unwrap();
     assert_eq!(reports.len(), 4, "{stage}");
     for r in reports {
         assert_eq!(r.source, ListingSource::Refreshed, "{stage}: {r:?}");
         assert!(r.usable, "{stage}: {r:?}");
     }
-    assert!(f.scan.list_files().unwrap().is_empty());
+    assert!(f.scan.list_files(Some(&[])).unwrap().is_empty());
 }
 
 fn exec(f: &Fixture, sql: &str) {
