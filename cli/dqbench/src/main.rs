@@ -42,7 +42,8 @@ enum Command {
     /// through GraphQL HTTP / gRPC and as the bare SQL, on the file and PostgreSQL catalogs.
     Query(query::Args),
     /// The direct reads' file listing refreshed after one commit on a catalog with 100,000
-    /// data files, beside a whole load and DuckLake's own listing.
+    /// data files, beside a whole load, DuckLake's own listing, and a new instance's head and
+    /// one bucket's files.
     Listing(listing::Args),
     /// Raw events/s of 1 and 2 materializer shards draining one PostgreSQL lake at once.
     Shards(shards::Args),

@@ -911,7 +911,7 @@ fn files_of_every_key_sql(m: &str, table: i64, other_ids: &[i64], s: i64) -> Str
     )
 }
 
-/// The head row of a whole load.
+/// The head row of a load.
 struct Head {
     table: i64,
     /// The table's path, resolved: what its files' relative paths are under.
@@ -1022,9 +1022,10 @@ fn inlined_deletes(
 /// `base` moved forward to snapshot `s` by the catalog rows that changed in `(base, s]`: data
 /// files that began or ended or were written since, and data files whose delete files did.
 /// `None` when the result
-/// could not be exact, and a whole load must answer instead: the base snapshot was expired
-/// (its removed files' rows may be gone), the table was dropped, a file arrived under another
-/// partition spec, or a live file row lacks its path.
+/// could not be exact, and a load must answer instead: the base snapshot was expired (its
+/// removed files' rows may be gone), the table was dropped, a file arrived under another
+/// partition spec, or a live file row lacks its path. Files of keys `base` does not hold are
+/// skipped: they are read whole when a read asks for their key.
 ///
 /// On PostgreSQL the change query runs inside the catalog (`postgres_query`), where its
 /// filters meet the catalog's indexes instead of copying the file tables into DuckDB.
