@@ -24,7 +24,7 @@ help:
 	@echo "make lambda        release build of every function with cargo-lambda, zipped, size-checked"
 	@echo "make sam-build     sam build --config-env \$$SAM_CONFIG_ENV (dev): the make lambda binaries + the layer into .aws-sam/build"
 	@echo "make invoke-test   every events/*.json through its function under the Lambda Runtime API emulator"
-	@echo "make playground-check  GraphiQL at / in headless chromium: run a query, screenshot docs/playground.png"
+	@echo "make playground-check  GraphiQL at / in headless chromium: run a query, screenshot it (PLAYGROUND_SCREENSHOT, default beside the build)"
 	@echo "make bench-materializer  materializer events/s beside the engine floor (1M events, file + PostgreSQL)"
 	@echo "make bench-shards  materializer events/s with 1 and 2 shards draining one PostgreSQL lake at once"
 	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService, segments, dailyActivity (200 vehicles x 30 days, file + PostgreSQL)"
@@ -70,9 +70,12 @@ clean-demo:
 
 # GraphiQL as a person uses it: Debian's chromium, headless, opens `/` of the graphql binary on a
 # freshly seeded lake, types and runs a query and finds the lake's answer in the result pane
-# (tests/playground/check.mjs); the screenshot is kept as docs/playground.png. Driver:
-# playwright-core pinned by tests/playground/package-lock.json, never a downloaded browser.
+# (tests/playground/check.mjs). Its screenshot goes beside the build, so `make test` leaves the
+# checkout as it found it; `make playground-check PLAYGROUND_SCREENSHOT=docs/playground.png`
+# refreshes the one kept in docs. Driver: playwright-core pinned by
+# tests/playground/package-lock.json, never a downloaded browser.
 .PHONY: playground-check
+PLAYGROUND_SCREENSHOT ?= $(CARGO_TARGET_DIR)/playground.png
 PLAYGROUND_NPM = tests/playground/node_modules/.package-lock.json
 $(PLAYGROUND_NPM): tests/playground/package.json tests/playground/package-lock.json
 	@command -v node >/dev/null || { echo "playground-check: needs Node.js >= 20"; exit 1; }
@@ -81,7 +84,7 @@ $(PLAYGROUND_NPM): tests/playground/package.json tests/playground/package-lock.j
 
 playground-check: extensions build $(PLAYGROUND_NPM)
 	@test -x /usr/bin/chromium || { echo "playground-check: needs Debian's chromium: apt-get install -y chromium"; exit 1; }
-	timeout --kill-after=10 300 node tests/playground/check.mjs --bin-dir "$(CARGO_TARGET_DIR)/debug" --screenshot docs/playground.png
+	timeout --kill-after=10 300 node tests/playground/check.mjs --bin-dir "$(CARGO_TARGET_DIR)/debug" --screenshot "$(PLAYGROUND_SCREENSHOT)"
 
 BENCH = DQ_BENCH_COMMIT=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown) $(CARGO_TARGET_DIR)/debug/dq-bench
 

@@ -212,12 +212,13 @@ async fn direct_reads(backend: Backend) {
     // The seed's small bundles and the tombstone were inlined in the catalog (din inlines
     // ≤ 10 rows): reads of their types take the scan, every read without a type filter too.
     let f = fixture(&t);
-    // The init's preload loads the listing's head, no type's files yet, and the first read
-    // finds it.
+    // The init's preload loads the listing (on PostgreSQL its head, no type's files yet; on the
+    // file catalog whole), and the first read finds it.
     let loaded = f.direct.preload_listing().expect("preloaded");
+    let postgres = backend == Backend::Postgres;
     assert_eq!(
-        (loaded.source, loaded.complete, loaded.files),
-        (ListingSource::Loaded, false, 0)
+        (loaded.source, loaded.complete, loaded.files > 0),
+        (ListingSource::Loaded, !postgres, !postgres)
     );
     let again = f.direct.preload_listing().expect("preloaded");
     assert_eq!(again.source, ListingSource::Cached);
