@@ -564,7 +564,7 @@ impl TableFiles {
 /// instance), which would be most of a first request. `None` when the load failed (logged;
 /// the first read loads it itself).
 pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> {
-    let keys: Option<&[String]> = if pool.is_postgres() { Some(&[]) } else { None };
+    let keys = preload_keys(pool.is_postgres());
     pool.run(|conn| {
         crate::request_snapshot(conn, pool.is_postgres())
             .and_then(|snapshot| files.listing(conn, snapshot, keys))
@@ -574,6 +574,16 @@ pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> 
     })
     .inspect_err(|e| tracing::warn!(error = %e, "preloading a file listing failed"))
     .ok()
+}
+
+/// The keys whose files an init's listing holds ([`preload`]): none yet on PostgreSQL
+/// (`postgres`), every key on the file catalog.
+pub fn preload_keys(postgres: bool) -> Option<&'static [String]> {
+    if postgres {
+        Some(&[])
+    } else {
+        None
+    }
 }
 
 /// `begin_snapshot <= S AND (end_snapshot IS NULL OR end_snapshot > S)` for `alias`.

@@ -290,6 +290,15 @@ impl Engine {
         })
     }
 
+    /// [`Engine::list_files`] as the query functions' init runs it: the listings hold what
+    /// `dq_lake::files::preload_keys` says for the catalog (on PostgreSQL the heads only).
+    ///
+    /// # Errors
+    /// The catalog could not be read.
+    pub fn preload_files(&self) -> Result<Vec<ListingReport>> {
+        self.list_files(dq_lake::files::preload_keys(self.pool.is_postgres()))
+    }
+
     /// How many reads of dq's tables were answered from the tables' files directly (module
     /// `files`).
     pub fn direct_reads(&self) -> u64 {
