@@ -293,19 +293,22 @@ impl Listing {
 
     /// Whether the files of `keys` (`None`: every key) are held.
     fn holds(&self, keys: Option<&[String]>) -> bool {
-        match (&self.loaded, keys) {
-            (None, _) => true,
-            (Some(_), None) => false,
-            (Some(loaded), Some(keys)) => keys.iter().all(|k| loaded.contains(k)),
+        match keys {
+            None => self.loaded.is_none(),
+            Some(keys) => keys.iter().all(|k| self.holds_key(k)),
         }
+    }
+
+    /// Whether the files of the key `key` are held.
+    fn holds_key(&self, key: &str) -> bool {
+        self.loaded
+            .as_ref()
+            .is_none_or(|loaded| loaded.contains(key))
     }
 
     /// The keys of `keys` whose files are not held (`keys` is `Some`).
     fn missing(&self, keys: &[String]) -> Vec<String> {
-        let Some(loaded) = &self.loaded else {
-            return Vec::new();
-        };
-        let distinct: HashSet<&String> = keys.iter().filter(|k| !loaded.contains(*k)).collect();
+        let distinct: HashSet<&String> = keys.iter().filter(|k| !self.holds_key(k)).collect();
         let mut missing: Vec<String> = distinct.into_iter().cloned().collect();
         missing.sort_unstable();
         missing
@@ -816,12 +819,10 @@ fn read_files(
             r.get::<_, Option<String>>(6)?.as_deref(),
         );
         let key = partition.as_ref().map(|(k, _)| k.clone());
-        let wanted = match (&key, &listing.loaded) {
-            (None, _) => unpartitioned,
-            (Some(_), None) => true,
-            (Some(k), Some(loaded)) => loaded.contains(k),
-        };
-        if !wanted {
+        if !key
+            .as_deref()
+            .map_or(unpartitioned, |k| listing.holds_key(k))
+        {
             continue;
         }
         let deletes = delete_files_at(r, 7)?;
@@ -1177,11 +1178,9 @@ fn refresh(
         let partition = partition_of(&next.layout_ids, partition_id, part.as_deref());
         let day = partition.as_ref().and_then(|(_, d)| *d);
         let key = partition.map(|(k, _)| k);
-        if let (Some(loaded), Some(k)) = (&next.loaded, &key) {
-            if !loaded.contains(k) {
-                // A key not read yet: read whole, at its snapshot, when a read asks for it.
-                continue;
-            }
+        if key.as_deref().is_some_and(|k| !next.holds_key(k)) {
+            // A key not read yet: read whole, at its snapshot, when a read asks for it.
+            continue;
         }
         next.group_mut(key.clone()).retain(|f| f.id != id);
         if live != Some(true) {
