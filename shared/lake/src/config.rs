@@ -27,6 +27,10 @@ pub const DUCKLAKE_CATALOG_HOST: &str = "DUCKLAKE_CATALOG_HOST";
 /// for a free one. Unset = the postgres extension's default, which does not bound connections.
 /// Ignored for a file catalog.
 pub const DUCKLAKE_PG_CONNECTION_LIMIT: &str = "DUCKLAKE_PG_CONNECTION_LIMIT";
+/// A boolean: read paths ask a PostgreSQL catalog's newest snapshot id over a connection of
+/// their own (default on; [`crate::catalog_conn`]); off, through DuckDB's `postgres_query`.
+/// Ignored for a file catalog.
+pub const DUCKLAKE_SNAPSHOT_CONNECTION: &str = "DUCKLAKE_SNAPSHOT_CONNECTION";
 /// Data path: an absolute local directory or `s3://bucket/prefix/`. Fixed once the catalog exists.
 pub const DUCKLAKE_DATA_PATH: &str = "DUCKLAKE_DATA_PATH";
 /// Attach read-only (query side).
@@ -89,6 +93,8 @@ pub struct LakeConfig {
     pub catalog_host: Option<String>,
     /// [`DUCKLAKE_PG_CONNECTION_LIMIT`].
     pub pg_connection_limit: Option<u32>,
+    /// [`DUCKLAKE_SNAPSHOT_CONNECTION`].
+    pub snapshot_connection: bool,
 }
 
 impl LakeConfig {
@@ -108,6 +114,7 @@ impl LakeConfig {
             catalog_secret: None,
             catalog_host: None,
             pg_connection_limit: None,
+            snapshot_connection: true,
         }
     }
 
@@ -226,6 +233,7 @@ impl LakeConfig {
         let read_only = settings.bool(DUCKLAKE_READ_ONLY, false);
         let encrypted = settings.bool(LAKE_ENCRYPTION_ENABLED, false);
         let verify_extensions = settings.bool(DUCKDB_VERIFY_EXTENSIONS, false);
+        let snapshot_connection = settings.bool(DUCKLAKE_SNAPSHOT_CONNECTION, true);
         settings.check().map_err(Error::Config)?;
         let mut cfg = LakeConfig::new("", data_path.as_deref());
         if let Some(catalog) = catalog {
@@ -236,6 +244,7 @@ impl LakeConfig {
         cfg.read_only = read_only;
         cfg.encrypted = encrypted;
         cfg.verify_extensions = verify_extensions;
+        cfg.snapshot_connection = snapshot_connection;
         cfg.memory_limit = settings.get(DUCKDB_MEMORY_LIMIT);
         cfg.threads = threads;
         cfg.temp_directory = settings.get(DUCKDB_TEMP_DIRECTORY).map(PathBuf::from);
@@ -355,6 +364,19 @@ mod tests {
         assert!(!verify(Some("false")).unwrap());
         let err = verify(Some("maybe")).unwrap_err().to_string();
         assert!(err.contains(DUCKDB_VERIFY_EXTENSIONS), "{err}");
+    }
+
+    #[test]
+    fn the_snapshot_connection_is_on_unless_turned_off() {
+        let on = |value: Option<&str>| {
+            let mut pairs = vec![(DUCKLAKE_CATALOG_DSN, "host=db dbname=dq")];
+            pairs.extend(value.map(|v| (DUCKLAKE_SNAPSHOT_CONNECTION, v)));
+            LakeConfig::from_lookup(lookup(&pairs)).map(|c| c.snapshot_connection)
+        };
+        assert!(on(None).unwrap());
+        assert!(!on(Some("false")).unwrap());
+        let err = on(Some("sometimes")).unwrap_err().to_string();
+        assert!(err.contains(DUCKLAKE_SNAPSHOT_CONNECTION), "{err}");
     }
 
     #[test]

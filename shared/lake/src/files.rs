@@ -568,8 +568,10 @@ impl TableFiles {
 /// the first read loads it itself).
 pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> {
     let keys = preload_keys(pool.is_postgres());
+    // Through DuckDB: the lake's own catalog connection is still opening during the init.
+    let newest = crate::Newest::through_duckdb(pool.is_postgres());
     pool.run(|conn| {
-        crate::request_snapshot(conn, pool.is_postgres())
+        crate::request_snapshot(conn, &newest)
             .and_then(|snapshot| files.listing(conn, snapshot, keys))
     })
     .and_then(|report| {

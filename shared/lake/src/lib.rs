@@ -15,12 +15,15 @@
 //! - [`indexes`]: the indexes dq adds to a PostgreSQL catalog (listing refreshes).
 //! - [`interruptible`]: a request's reads, interrupted when its caller gives up.
 //! - [`snapshot`]: the one snapshot all statements of a request read.
+//! - [`catalog_conn`]: a PostgreSQL catalog connection of the process's own, asking the newest
+//!   snapshot id in one round trip.
 //! - [`files`]: direct reads of a table's files from per-snapshot listings of the catalog
 //!   (dq's tables by `subject_bucket`, din's `raw_events` by `type`).
 //! - `testing` (feature): fresh lakes on both catalog backends for tests.
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod catalog_conn;
 pub mod config;
 mod error;
 pub mod files;
@@ -45,7 +48,7 @@ pub use error::{is_auth_failure, Error, ReadErrorCode, Result, DB_FAILURE};
 pub use interrupt::{given_up, interruptible, one_snapshot};
 pub use pool::{is_invalidated, Pool, Pooled, SharedLake};
 pub use redact::Redactor;
-pub use snapshot::{request_snapshot, Snapshot};
+pub use snapshot::{request_snapshot, Newest, Snapshot};
 
 /// The DuckLake catalog format version din and dq share. Anything else is refused, never migrated.
 pub const CATALOG_FORMAT_VERSION: &str = "1.0";

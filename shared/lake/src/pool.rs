@@ -16,8 +16,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+use crate::catalog::Catalog;
+use crate::catalog_conn::CatalogConn;
 use crate::interrupt::{self, Registration};
-use crate::{Conn, Lake, Redactor, Result};
+use crate::{Conn, Lake, Newest, Redactor, Result};
 
 /// DuckDB's message for an instance that must be reopened.
 const INVALIDATED: &str = "database has been invalidated";
@@ -35,6 +37,8 @@ pub struct SharedLake {
     // The catalog's credentials come from a secret (fixed for the lake's life: same config).
     rotating: bool,
     postgres: bool,
+    // How reads ask the newest snapshot; replaced with the lake (a rotated DSN).
+    newest: Mutex<Newest>,
 }
 
 impl std::fmt::Debug for SharedLake {
@@ -51,13 +55,23 @@ impl SharedLake {
         let redactor = lake.redactor().clone();
         let rotating = lake.config().catalog_secret.is_some();
         let postgres = lake.config().catalog.is_postgres();
+        let newest = Mutex::new(newest_of(&lake));
         SharedLake {
             lake: Mutex::new(lake),
             generation: AtomicU64::new(0),
             redactor,
             rotating,
             postgres,
+            newest,
         }
+    }
+
+    /// How reads of this lake ask its newest snapshot ([`crate::request_snapshot`]).
+    pub fn newest(&self) -> Newest {
+        self.newest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// True when the metadata catalog is PostgreSQL (`postgres_query` reaches it).
@@ -114,10 +128,24 @@ impl SharedLake {
     /// one is abandoned ([`Lake::abandon`]), never destroyed.
     fn reopen(&self, lake: &mut Lake) -> Result<()> {
         let fresh = lake.reopen()?;
+        *self.newest.lock().unwrap_or_else(PoisonError::into_inner) = newest_of(&fresh);
         std::mem::replace(lake, fresh).abandon();
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::warn!(generation, "lake reopened");
         Ok(())
+    }
+}
+
+/// A PostgreSQL catalog's own connection for the newest snapshot, with `lake`'s DSN (after a
+/// rotation, the new one); DuckDB's `postgres_query` for a file catalog.
+/// Through DuckDB when [`crate::LakeConfig::snapshot_connection`] is off.
+fn newest_of(lake: &Lake) -> Newest {
+    match &lake.config().catalog {
+        Catalog::Postgres(dsn) if lake.config().snapshot_connection => {
+            CatalogConn::start(dsn, lake.redactor().clone())
+                .map_or_else(|| Newest::through_duckdb(true), Newest::over)
+        }
+        catalog => Newest::through_duckdb(catalog.is_postgres()),
     }
 }
 
@@ -170,6 +198,11 @@ impl Pool {
     /// The pooled lake's [`SharedLake::is_postgres`].
     pub fn is_postgres(&self) -> bool {
         self.lake.is_postgres()
+    }
+
+    /// The pooled lake's [`SharedLake::newest`].
+    pub fn newest(&self) -> Newest {
+        self.lake.newest()
     }
 
     /// An idle connection of the current instance, else a new one; idle connections of a

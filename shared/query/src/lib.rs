@@ -45,7 +45,7 @@ pub use error::{Error, Result};
 
 use dq_cloudevent::{eip55, subject_bucket, EthrDid};
 use dq_lake::duckdb::{self, Connection};
-use dq_lake::{Lake, Pool, SharedLake, Snapshot};
+use dq_lake::{Lake, Newest, Pool, SharedLake, Snapshot};
 use files::FileTable;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -158,8 +158,8 @@ impl Engine {
         context: &str,
         run: impl FnOnce(&Connection, Snapshot) -> duckdb::Result<T>,
     ) -> Result<T> {
-        let postgres = self.pool.is_postgres();
-        self.with_conn(context, |c| run(c, dq_lake::request_snapshot(c, postgres)?))
+        let newest = self.pool.newest();
+        self.with_conn(context, |c| run(c, dq_lake::request_snapshot(c, &newest)?))
     }
 
     /// The rows of the statement `sql(relations)` over `subject`'s data in `table`, `params`
@@ -262,9 +262,9 @@ impl Engine {
             return true;
         };
         let bucket = [subject_bucket(subject).to_string()];
-        let postgres = self.pool.is_postgres();
+        let newest = self.pool.newest();
         self.on_conn("list table files", |c| {
-            let snapshot = dq_lake::request_snapshot(c, postgres)?;
+            let snapshot = dq_lake::request_snapshot(c, &newest)?;
             files.has_files(c, snapshot, Some(&bucket), window)
         })
         .inspect_err(|e| tracing::warn!(error = %e, "file listing failed"))
@@ -282,21 +282,32 @@ impl Engine {
     /// # Errors
     /// The catalog could not be read.
     pub fn list_files(&self, keys: Option<&[String]>) -> Result<Vec<ListingReport>> {
-        self.with_snapshot("list table files", |c, snapshot| {
+        self.listings(&self.pool.newest(), keys)
+    }
+
+    /// [`Engine::list_files`] as the query functions' init runs it: the listings hold what
+    /// `dq_lake::files::preload_keys` says for the catalog (on PostgreSQL the heads only). The
+    /// newest snapshot is asked through DuckDB: the lake's own catalog connection is still
+    /// opening while the init runs, and waiting for it would add its connect to the init.
+    ///
+    /// # Errors
+    /// The catalog could not be read.
+    pub fn preload_files(&self) -> Result<Vec<ListingReport>> {
+        let postgres = self.pool.is_postgres();
+        self.listings(
+            &Newest::through_duckdb(postgres),
+            dq_lake::files::preload_keys(postgres),
+        )
+    }
+
+    fn listings(&self, newest: &Newest, keys: Option<&[String]>) -> Result<Vec<ListingReport>> {
+        self.with_conn("list table files", |c| {
+            let snapshot = dq_lake::request_snapshot(c, newest)?;
             self.files
                 .iter()
                 .map(|files| files.listing(c, snapshot, keys))
                 .collect()
         })
-    }
-
-    /// [`Engine::list_files`] as the query functions' init runs it: the listings hold what
-    /// `dq_lake::files::preload_keys` says for the catalog (on PostgreSQL the heads only).
-    ///
-    /// # Errors
-    /// The catalog could not be read.
-    pub fn preload_files(&self) -> Result<Vec<ListingReport>> {
-        self.list_files(dq_lake::files::preload_keys(self.pool.is_postgres()))
     }
 
     /// How many reads of dq's tables were answered from the tables' files directly (module

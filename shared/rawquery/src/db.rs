@@ -71,7 +71,7 @@ impl Db {
         let db = Arc::clone(self);
         dq_lake::interruptible(move || {
             db.pool.run(|conn| {
-                let mut reader = Reader::new(conn, db.pool.redactor(), db.pool.is_postgres());
+                let mut reader = Reader::new(conn, db.pool.redactor(), db.pool.newest());
                 if let Some(files) = &db.files {
                     reader = reader.with_files(files);
                 }

@@ -22,7 +22,7 @@ use dq_cloudevent::types;
 use dq_lake::duckdb::types::Value;
 use dq_lake::duckdb::{self, Connection};
 use dq_lake::files::{TableFiles, TableSpec};
-use dq_lake::{Redactor, Snapshot};
+use dq_lake::{Newest, Redactor, Snapshot};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// din's `raw_events` as its files are listed: by `type`, then the UTC day of `time`.
@@ -150,19 +150,19 @@ const DEDUP: &str = r#" QUALIFY row_number() OVER (PARTITION BY r.subject, date_
 pub struct Reader<'a> {
     conn: &'a Connection,
     redactor: &'a Redactor,
-    /// The metadata catalog is PostgreSQL ([`dq_lake::snapshot::newest`]).
-    postgres: bool,
+    /// How the newest snapshot is asked ([`dq_lake::request_snapshot`]).
+    newest: Newest,
     /// `None`: every statement is a DuckLake scan.
     direct: Option<&'a DirectFiles>,
 }
 
 impl<'a> Reader<'a> {
-    /// A reader over `conn`; `postgres`: its lake's catalog is PostgreSQL.
-    pub fn new(conn: &'a Connection, redactor: &'a Redactor, postgres: bool) -> Reader<'a> {
+    /// A reader over `conn`, asking its lake's newest snapshot by `newest`.
+    pub fn new(conn: &'a Connection, redactor: &'a Redactor, newest: Newest) -> Reader<'a> {
         Reader {
             conn,
             redactor,
-            postgres,
+            newest,
             direct: None,
         }
     }
@@ -238,7 +238,7 @@ impl<'a> Reader<'a> {
 
     /// The request's snapshot: every statement names `lake.raw_events` at it.
     fn snapshot(&self) -> Result<Snapshot> {
-        dq_lake::request_snapshot(self.conn, self.postgres)
+        dq_lake::request_snapshot(self.conn, &self.newest)
             .map_err(|e| self.error("read the lake's snapshot", e))
     }
 

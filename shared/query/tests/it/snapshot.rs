@@ -167,4 +167,10 @@ fn a_request_reads_one_snapshot_while_commits_land(backend: Backend) {
     {
         assert_ne!(before, after, "the next request sees the commit in {what}");
     }
+    // On PostgreSQL both requests asked over the lake's own catalog connection.
+    let own = shared.newest().answered_by_own_connection();
+    match backend {
+        Backend::Postgres => assert!(own >= 2, "{own} asks answered by the own connection"),
+        Backend::File => assert_eq!(own, 0),
+    }
 }
