@@ -314,9 +314,9 @@ pub fn share_lake(lake: dq_lake::Lake) -> (Engine, Arc<dq_rawquery::Db>) {
 }
 
 /// Loads the file listing of every table the readers of [`share_lake`] read directly, one
-/// table after another (on PostgreSQL each table's head and the files every read takes, a
-/// key's files, a vehicle's bucket, read when a request first asks for it; on the file catalog
-/// whole, `dq_lake::files::preload_keys`): dq's tables on a connection
+/// table after another (on PostgreSQL the rollups whole, and of the time-partitioned tables
+/// the head and the files every read takes, a key's files, a vehicle's bucket, read when a
+/// request first asks for it; on the file catalog whole, `dq_lake::files::preload_keys`): dq's tables on a connection
 /// of the engine's pool, `raw_events` on one of the cloud-event reader's, so each pool also
 /// holds a connection for the first request.
 /// The function's init. A load that fails is logged and left to the first read.

@@ -559,15 +559,17 @@ impl TableFiles {
 
 /// Brings `files`' listing to the newest snapshot on a connection of `pool`: what the query
 /// functions' init runs, so that their first request finds it, and finds a pooled connection.
-/// On PostgreSQL, production's catalog, it holds the table's head (ids, paths, partition specs,
-/// inlined keys and deletes) and no key's files yet, so the first request reads only its own
-/// keys' file rows (a few ms whatever the table's size; a whole load is ~500 ms at 10⁵ files).
+/// On PostgreSQL, production's catalog, a time-partitioned table's listing holds its head (ids,
+/// paths, partition specs, inlined keys and deletes) and no key's files yet, so the first
+/// request reads only its own keys' file rows (a few ms whatever the table's size; a whole load
+/// is ~500 ms at 10⁵ files); a table partitioned by key alone is loaded whole
+/// ([`preload_keys`]).
 /// On the file catalog, local and read in-process, it holds every key: a whole load of a
 /// local lake costs less than the statement each later key would (~5 ms a table on a fresh
 /// instance), which would be most of a first request. `None` when the load failed (logged;
 /// the first read loads it itself).
 pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> {
-    let keys = preload_keys(pool.is_postgres());
+    let keys = preload_keys(pool.is_postgres(), files.spec());
     // Through DuckDB: the lake's own catalog connection is still opening during the init.
     let newest = crate::Newest::through_duckdb(pool.is_postgres());
     pool.run(|conn| {
@@ -581,10 +583,13 @@ pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> 
     .ok()
 }
 
-/// The keys whose files an init's listing holds ([`preload`]): none yet on PostgreSQL
-/// (`postgres`), every key on the file catalog.
-pub fn preload_keys(postgres: bool) -> Option<&'static [String]> {
-    if postgres {
+/// The keys whose files an init's listing of `spec`'s table holds ([`preload`]): every key on
+/// the file catalog, and on PostgreSQL (`postgres`) for a table partitioned by its key alone
+/// (the rollups: a few files a key, which the first `signalsLatest` would otherwise spend a
+/// catalog statement on, a first request's largest part); none yet on PostgreSQL for a table
+/// partitioned by time as well (a file a key and day: 10⁵–10⁶ in production).
+pub fn preload_keys(postgres: bool, spec: &TableSpec) -> Option<&'static [String]> {
+    if postgres && spec.partition.contains(',') {
         Some(&[])
     } else {
         None

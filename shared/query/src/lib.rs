@@ -282,30 +282,39 @@ impl Engine {
     /// # Errors
     /// The catalog could not be read.
     pub fn list_files(&self, keys: Option<&[String]>) -> Result<Vec<ListingReport>> {
-        self.listings(&self.pool.newest(), keys)
+        self.listings(&self.pool.newest(), |_| keys)
     }
 
-    /// [`Engine::list_files`] as the query functions' init runs it: the listings hold what
-    /// `dq_lake::files::preload_keys` says for the catalog (on PostgreSQL the heads only). The
-    /// newest snapshot is asked through DuckDB: the lake's own catalog connection is still
-    /// opening while the init runs, and waiting for it would add its connect to the init.
+    /// [`Engine::list_files`] as the query functions' init runs it: each listing holds what
+    /// `dq_lake::files::preload_keys` says for its table and the catalog (on PostgreSQL the
+    /// rollups whole, the time-partitioned tables' heads only). The newest snapshot is asked
+    /// through DuckDB: the lake's own catalog connection is still opening while the init runs,
+    /// and waiting for it would add its connect to the init. It also asks whether the rollups
+    /// exist, which a first `signalsLatest` or event summary would otherwise ask in a catalog
+    /// statement of its own.
     ///
     /// # Errors
     /// The catalog could not be read.
     pub fn preload_files(&self) -> Result<Vec<ListingReport>> {
         let postgres = self.pool.is_postgres();
-        self.listings(
-            &Newest::through_duckdb(postgres),
-            dq_lake::files::preload_keys(postgres),
-        )
+        let reports = self.listings(&Newest::through_duckdb(postgres), |files| {
+            dq_lake::files::preload_keys(postgres, files.spec())
+        })?;
+        self.table_exists(&self.has_signals_rollup, "signals_latest")?;
+        self.table_exists(&self.has_events_rollup, "events_latest")?;
+        Ok(reports)
     }
 
-    fn listings(&self, newest: &Newest, keys: Option<&[String]>) -> Result<Vec<ListingReport>> {
+    fn listings<'k>(
+        &self,
+        newest: &Newest,
+        keys: impl Fn(&dq_lake::files::TableFiles) -> Option<&'k [String]>,
+    ) -> Result<Vec<ListingReport>> {
         self.with_conn("list table files", |c| {
             let snapshot = dq_lake::request_snapshot(c, newest)?;
             self.files
                 .iter()
-                .map(|files| files.listing(c, snapshot, keys))
+                .map(|files| files.listing(c, snapshot, keys(files)))
                 .collect()
         })
     }
