@@ -99,10 +99,13 @@ impl CatalogConn {
         self.asks
             .send(reply)
             .map_err(|_| "the catalog connection's thread has stopped".to_owned())?;
-        answer
-            .recv_timeout(ASK_TIMEOUT)
-            .map_err(|_| format!("no answer within {} s", ASK_TIMEOUT.as_secs()))?
+        answer.recv_timeout(ASK_TIMEOUT).map_err(|_| no_answer())?
     }
+}
+
+/// The error of an ask that waited [`ASK_TIMEOUT`] in vain.
+fn no_answer() -> String {
+    format!("no answer within {} s", ASK_TIMEOUT.as_secs())
 }
 
 /// The connection's thread: answers asks until every [`CatalogConn`] handle is gone.
@@ -154,20 +157,18 @@ impl Conn<'_> {
             let Some(client) = &self.client else {
                 return Err("the catalog connection is not open".to_owned());
             };
-            match tokio::time::timeout(ASK_TIMEOUT, ask(client)).await {
-                Ok(Ok(id)) => return Ok(id),
+            let outcome = tokio::time::timeout(ASK_TIMEOUT, ask(client)).await;
+            if let Ok(Ok(id)) = outcome {
+                return Ok(id);
+            }
+            // A connection a question failed or hung on is not asked again.
+            self.client = None;
+            match outcome {
                 Ok(Err(e)) if attempt == 0 => {
                     tracing::debug!(error = %self.redactor.redact(&e), "catalog question failed; reconnecting");
-                    self.client = None;
                 }
-                Ok(Err(e)) => {
-                    self.client = None;
-                    return Err(self.redactor.redact(&e));
-                }
-                Err(_) => {
-                    self.client = None;
-                    return Err(format!("no answer within {} s", ASK_TIMEOUT.as_secs()));
-                }
+                Ok(Err(e)) => return Err(self.redactor.redact(&e)),
+                _ => return Err(no_answer()),
             }
         }
         Err("the catalog connection is not open".to_owned())

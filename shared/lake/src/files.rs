@@ -92,6 +92,11 @@ impl TableSpec {
         keys.join(",")
     }
 
+    /// Whether the table is partitioned by its key alone (the rollups), not by time as well.
+    fn keyed_alone(&self) -> bool {
+        !self.partition.contains(',')
+    }
+
     /// The column of the first partition key: what reads select files by.
     fn key(&self) -> &'static str {
         let first = self.partition.split(',').next().unwrap_or_default();
@@ -570,8 +575,7 @@ impl TableFiles {
 /// the first read loads it itself).
 pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> {
     let keys = preload_keys(pool.is_postgres(), files.spec());
-    // Through DuckDB: the lake's own catalog connection is still opening during the init.
-    let newest = crate::Newest::through_duckdb(pool.is_postgres());
+    let newest = preload_newest(pool.is_postgres());
     pool.run(|conn| {
         crate::request_snapshot(conn, &newest)
             .and_then(|snapshot| files.listing(conn, snapshot, keys))
@@ -589,11 +593,18 @@ pub fn preload(pool: &crate::Pool, files: &TableFiles) -> Option<ListingReport> 
 /// catalog statement on, a first request's largest part); none yet on PostgreSQL for a table
 /// partitioned by time as well (a file a key and day: 10⁵–10⁶ in production).
 pub fn preload_keys(postgres: bool, spec: &TableSpec) -> Option<&'static [String]> {
-    if postgres && spec.partition.contains(',') {
+    if postgres && !spec.keyed_alone() {
         Some(&[])
     } else {
         None
     }
+}
+
+/// How an init's listing asks the newest snapshot ([`preload`]): through DuckDB, since the
+/// lake's own catalog connection ([`crate::catalog_conn`]) is still opening while the init runs
+/// and waiting for it would add its connect to the init.
+pub fn preload_newest(postgres: bool) -> crate::Newest {
+    crate::Newest::through_duckdb(postgres)
 }
 
 /// `begin_snapshot <= S AND (end_snapshot IS NULL OR end_snapshot > S)` for `alias`.

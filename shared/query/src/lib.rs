@@ -158,8 +158,17 @@ impl Engine {
         context: &str,
         run: impl FnOnce(&Connection, Snapshot) -> duckdb::Result<T>,
     ) -> Result<T> {
-        let newest = self.pool.newest();
-        self.with_conn(context, |c| run(c, dq_lake::request_snapshot(c, &newest)?))
+        self.with_snapshot_of(context, &self.pool.newest(), run)
+    }
+
+    /// [`Engine::with_snapshot`] with the newest snapshot asked by `newest`.
+    fn with_snapshot_of<T>(
+        &self,
+        context: &str,
+        newest: &Newest,
+        run: impl FnOnce(&Connection, Snapshot) -> duckdb::Result<T>,
+    ) -> Result<T> {
+        self.with_conn(context, |c| run(c, dq_lake::request_snapshot(c, newest)?))
     }
 
     /// The rows of the statement `sql(relations)` over `subject`'s data in `table`, `params`
@@ -287,9 +296,8 @@ impl Engine {
 
     /// [`Engine::list_files`] as the query functions' init runs it: each listing holds what
     /// `dq_lake::files::preload_keys` says for its table and the catalog (on PostgreSQL the
-    /// rollups whole, the time-partitioned tables' heads only). The newest snapshot is asked
-    /// through DuckDB: the lake's own catalog connection is still opening while the init runs,
-    /// and waiting for it would add its connect to the init. It also asks whether the rollups
+    /// rollups whole, the time-partitioned tables' heads only), the newest snapshot asked as
+    /// `dq_lake::files::preload_newest` says. It also asks whether the rollups
     /// exist, which a first `signalsLatest` or event summary would otherwise ask in a catalog
     /// statement of its own.
     ///
@@ -297,7 +305,7 @@ impl Engine {
     /// The catalog could not be read.
     pub fn preload_files(&self) -> Result<Vec<ListingReport>> {
         let postgres = self.pool.is_postgres();
-        let reports = self.listings(&Newest::through_duckdb(postgres), |files| {
+        let reports = self.listings(&dq_lake::files::preload_newest(postgres), |files| {
             dq_lake::files::preload_keys(postgres, files.spec())
         })?;
         self.table_exists(&self.has_signals_rollup, "signals_latest")?;
@@ -310,8 +318,7 @@ impl Engine {
         newest: &Newest,
         keys: impl Fn(&dq_lake::files::TableFiles) -> Option<&'k [String]>,
     ) -> Result<Vec<ListingReport>> {
-        self.with_conn("list table files", |c| {
-            let snapshot = dq_lake::request_snapshot(c, newest)?;
+        self.with_snapshot_of("list table files", newest, |c, snapshot| {
             self.files
                 .iter()
                 .map(|files| files.listing(c, snapshot, keys(files)))
