@@ -5,10 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure};
+use anyhow::{bail, ensure, Context};
 use dq_dinsim::{SeedOptions, Writer};
 use dq_fleet::{Fleet, FleetConfig};
 use dq_lake::testing::{Backend, TestLake};
+use dq_lake::Lake;
 use dq_materialize::Materializer;
 
 /// A seeded and materialized lake.
@@ -29,6 +30,8 @@ pub struct Dataset {
     pub materialize: Duration,
     /// Where the drain's time went.
     pub phases: dq_materialize::Phases,
+    /// Data files of `lake.signals` the drain wrote, counted before din's maintenance.
+    pub signal_files: u64,
     /// Time of din's maintenance cycle after the drain.
     pub maintain: Duration,
 }
@@ -149,6 +152,7 @@ pub fn build(
         }
     }
     let materialize = started.elapsed();
+    let signal_files = data_files(&t.open()?, "signals")?;
     ensure!(
         raw_rows == seeded.rows,
         "materializer read {raw_rows} raw rows, the simulator wrote {}",
@@ -178,8 +182,22 @@ pub fn build(
         seed,
         materialize,
         phases,
+        signal_files,
         maintain,
     })
+}
+
+/// The data files of `lake.<table>` at the newest snapshot.
+pub fn data_files(lake: &Lake, table: &str) -> anyhow::Result<u64> {
+    let n: i64 = lake
+        .conn()
+        .query_row(
+            "SELECT count(*) FROM ducklake_list_files('lake', ?)",
+            [table],
+            |r| r.get(0),
+        )
+        .with_context(|| format!("count the data files of lake.{table}"))?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// Only din's `raw_events`, with Parquet row groups of `row_group_rows` rows: `fleet` seeded by

@@ -8,6 +8,10 @@
 //!   and written as Parquet by arrow-rs on every core, no DuckDB and no catalog — the write
 //!   issue 20 proposes (`ducklake_add_data_files` registering the project's own files) before
 //!   its registration;
+//! - registration floor: those files (in hive paths, as the table's partitioning requires)
+//!   registered with one `ducklake_add_data_files` call in one transaction into an empty copy of
+//!   `lake.signals`, as a list of paths and as one glob, per file; with the number of files the
+//!   drain wrote, what the registration would add to the own writer;
 //!
 //! and the decode-only rate of the same events (one thread, no I/O).
 
@@ -41,7 +45,9 @@ struct Figures {
     event_rows: u64,
     raw_floor: Duration,
     decoded_floor: Duration,
-    own_writer: Rate,
+    own_writer: OwnWriter,
+    /// Data files of `lake.signals` the drain wrote (before din's maintenance merged them).
+    signal_files: u64,
     decode_only: Duration,
     phases: dq_materialize::Phases,
 }
@@ -51,6 +57,25 @@ struct Figures {
 struct Rate {
     rows: u64,
     took: Duration,
+}
+
+/// The own-writer floor: the write, and the registration of what it wrote.
+struct OwnWriter {
+    write: Rate,
+    /// Files written (one per bucket and day of the rows).
+    files: u64,
+    /// One `ducklake_add_data_files` of the files as a list of paths, and its COMMIT.
+    register_list: Duration,
+    /// The same with one glob matching exactly those files.
+    register_glob: Duration,
+}
+
+impl OwnWriter {
+    /// Registration time per file (list of paths, glob).
+    fn per_file(&self) -> (Duration, Duration) {
+        let n = u32::try_from(self.files.max(1)).unwrap_or(u32::MAX);
+        (self.register_list / n, self.register_glob / n)
+    }
 }
 
 /// `n` per second of `d`.
@@ -79,13 +104,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         figures.push(case(backend, &fleet)?);
     }
     let mut table = String::from(
-        "| catalog | raw events | din simulator write events/s | materializer events/s | raw floor rows/s | vs raw floor | decoded rows | decoded-rows floor rows/s | own-writer floor rows/s (arrow-rs, all cores) | decode-only events/s (1 thread) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| catalog | raw events | din simulator write events/s | materializer events/s | raw floor rows/s | vs raw floor | decoded rows | decoded-rows floor rows/s | own-writer floor rows/s (arrow-rs, all cores) | its registration ms per file (list; glob) | decode-only events/s (1 thread) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
     );
     for f in &figures {
         let ours = per_sec(f.raw_rows, f.materialize);
         let floor = per_sec(f.raw_rows, f.raw_floor);
         table.push_str(&format!(
-            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {} | {:.0} | {:.0} | {:.0} |\n",
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {} | {:.0} | {:.0} | {:.2}; {:.2} | {:.0} |\n",
             f.catalog,
             f.raw_rows,
             per_sec(f.raw_rows, f.seed),
@@ -94,7 +119,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ours / floor,
             f.signal_rows + f.event_rows,
             per_sec(f.signal_rows, f.decoded_floor),
-            per_sec(f.own_writer.rows, f.own_writer.took),
+            per_sec(f.own_writer.write.rows, f.own_writer.write.took),
+            f.own_writer.per_file().0.as_secs_f64() * 1e3,
+            f.own_writer.per_file().1.as_secs_f64() * 1e3,
             per_sec(f.raw_rows, f.decode_only),
         ));
     }
@@ -113,12 +140,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     "decode-only (1 thread) {:.1} s",
                     f.decode_only.as_secs_f64()
                 ),
-                "write" => format!(
-                    "decoded-rows floor (one INSERT of the signal rows) {:.1} s; own-writer floor \
-                     (arrow-rs Parquet, no registration) {:.1} s at its rate",
-                    f.decoded_floor.as_secs_f64(),
-                    f.signal_rows as f64 / per_sec(f.own_writer.rows, f.own_writer.took).max(1e-9)
-                ),
+                "write" => {
+                    let (list, glob) = f.own_writer.per_file();
+                    format!(
+                        "decoded-rows floor (one INSERT of the signal rows) {:.1} s; own-writer \
+                         floor (arrow-rs Parquet) {:.1} s at its rate, plus the registration of \
+                         the drain's {} signal files {:.1} s (as lists of paths; {:.1} s as globs) \
+                         at the floor's cost per file",
+                        f.decoded_floor.as_secs_f64(),
+                        f.signal_rows as f64
+                            / per_sec(f.own_writer.write.rows, f.own_writer.write.took).max(1e-9),
+                        f.signal_files,
+                        list.as_secs_f64() * f.signal_files as f64,
+                        glob.as_secs_f64() * f.signal_files as f64,
+                    )
+                }
                 _ => "—".into(),
             };
             breakdown.push_str(&format!(
@@ -137,7 +173,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          `INSERT … SELECT`, the decoded-rows floor writes the decoded signal rows with one `INSERT … SELECT`, \
          the own-writer floor writes up to {OWN_WRITER_ROWS} of them (read into Arrow first, untimed) as Parquet \
          with arrow-rs — split by bucket and day, sorted by subject and time, snappy, one file per partition, \
-         partitions spread over every core — the write issue 20 proposes before any catalog registration. \
+         partitions spread over every core — the write issue 20 proposes, and the registration floor registers \
+         those files (in hive paths `subject_bucket=…/year=…/month=…/day=…/`, which DuckLake requires of a file \
+         added to a partitioned table) into an empty copy of `lake.signals` with one `ducklake_add_data_files` \
+         call and its COMMIT, once as a list of the paths and once as one glob matching exactly them; its cost \
+         per file, times the number of `lake.signals` files the drain wrote (counted before din's maintenance), \
+         is what the registration adds to the own writer. \
          Goal: ≥ 40,000 events/s on 2 cores (issue 20). Measured on {}.\n\n{table}\n\
          Where the drain's time went (wall time per phase, summed over windows; the phases run one \
          after another, \"of which rollup\" is part of \"write\", and what the phases leave of the drain is \
@@ -180,6 +221,7 @@ fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
         raw_floor,
         decoded_floor,
         own_writer,
+        signal_files: data.signal_files,
         decode_only,
         phases: data.phases,
     })
@@ -191,8 +233,9 @@ const OWN_WRITER_ROWS: u64 = 3_000_000;
 /// The own-writer floor (module docs): the first [`OWN_WRITER_ROWS`] rows of `lake.signals` read
 /// into Arrow (untimed), then timed: grouped by `subject_bucket` and UTC day (the table's
 /// partition), each group sorted by `subject, "timestamp"` (its sort key) and written as one
-/// snappy Parquet file, the groups spread over every core.
-fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
+/// snappy Parquet file in its hive path, the groups spread over every core. Then, timed apart,
+/// the registration of those files ([`register_time`]).
+fn own_writer_time(lake: &Lake) -> anyhow::Result<OwnWriter> {
     use duckdb::arrow::array::{Array, Int32Array, StringArray, TimestampMicrosecondArray};
     use duckdb::arrow::compute::{concat_batches, take};
     use duckdb::arrow::record_batch::RecordBatch;
@@ -204,9 +247,14 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
     ))?;
     let batches: Vec<RecordBatch> = stmt.query_arrow([])?.collect();
     let Some(first) = batches.first() else {
-        return Ok(Rate {
-            rows: 0,
-            took: Duration::ZERO,
+        return Ok(OwnWriter {
+            write: Rate {
+                rows: 0,
+                took: Duration::ZERO,
+            },
+            files: 0,
+            register_list: Duration::ZERO,
+            register_glob: Duration::ZERO,
         });
     };
     let schema = first.schema();
@@ -238,7 +286,7 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
             .or_default()
             .push(i as u32);
     }
-    let mut groups: Vec<Vec<u32>> = groups.into_values().collect();
+    let mut groups: Vec<((i32, i64), Vec<u32>)> = groups.into_iter().collect();
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let props = parquet::file::properties::WriterProperties::builder()
         .set_compression(parquet::basic::Compression::SNAPPY)
@@ -251,7 +299,7 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
             .map(|(w, part)| {
                 let (all, props, dir) = (&all, props.clone(), dir.path());
                 scope.spawn(move || -> anyhow::Result<()> {
-                    for (g, rows) in part.iter_mut().enumerate() {
+                    for (g, ((bucket, day), rows)) in part.iter_mut().enumerate() {
                         rows.sort_unstable_by(|&a, &b| {
                             let (a, b) = (a as usize, b as usize);
                             subjects
@@ -266,7 +314,9 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
                             .map(|c| take(c.as_ref(), &indices, None))
                             .collect::<Result<Vec<_>, _>>()?;
                         let sorted = RecordBatch::try_new(all.schema(), columns)?;
-                        let file = std::fs::File::create(dir.join(format!("{w}-{g}.parquet")))?;
+                        let path = dir.join(hive_dir(*bucket, *day)?);
+                        std::fs::create_dir_all(&path)?;
+                        let file = std::fs::File::create(path.join(format!("{w}-{g}.parquet")))?;
                         let mut writer = parquet::arrow::ArrowWriter::try_new(
                             file,
                             all.schema(),
@@ -286,10 +336,101 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
         }
         Ok(())
     })?;
-    Ok(Rate {
+    let write = Rate {
         rows: all.num_rows() as u64,
         took: started.elapsed(),
+    };
+    let files = groups.len() as u64;
+    let (register_list, register_glob) = register_time(lake, dir.path(), files, write.rows)?;
+    Ok(OwnWriter {
+        write,
+        files,
+        register_list,
+        register_glob,
     })
+}
+
+/// `subject_bucket=…/year=…/month=…/day=…`: where DuckLake takes an added file's partition
+/// values from (a file of a partitioned table elsewhere is refused).
+fn hive_dir(bucket: i32, day: i64) -> anyhow::Result<String> {
+    use chrono::Datelike;
+    let date = chrono::DateTime::from_timestamp(day * 86_400, 0)
+        .with_context(|| format!("day {day} out of range"))?
+        .date_naive();
+    Ok(format!(
+        "subject_bucket={bucket}/year={}/month={}/day={}",
+        date.year(),
+        date.month(),
+        date.day()
+    ))
+}
+
+/// Registers the `files` Parquet files under `dir` (`rows` rows) into empty copies of
+/// `lake.signals`, one `ducklake_add_data_files` call and COMMIT each: the paths as a list, then
+/// one glob. Each copy must then hold every row, or the floor did not register what it wrote.
+fn register_time(
+    lake: &Lake,
+    dir: &std::path::Path,
+    files: u64,
+    rows: u64,
+) -> anyhow::Result<(Duration, Duration)> {
+    let mut paths = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let p = entry?.path();
+            if p.is_dir() {
+                pending.push(p);
+            } else {
+                paths.push(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    anyhow::ensure!(
+        paths.len() as u64 == files,
+        "the own writer wrote {} files, expected {files}",
+        paths.len()
+    );
+    let conn = lake.connect()?;
+    let mut took = Vec::new();
+    for (table, target) in [
+        ("bench_floor_add_list", None),
+        (
+            "bench_floor_add_glob",
+            Some(format!("{}/**/*.parquet", dir.display())),
+        ),
+    ] {
+        create_like(lake, &conn, "signals", table)?;
+        // duckdb-rs binds no list parameter: the paths (the floor's own) are quoted literals.
+        let files = match &target {
+            Some(glob) => dq_lake::quote(glob),
+            None => format!(
+                "[{}]",
+                paths
+                    .iter()
+                    .map(|p| dq_lake::quote(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let started = Instant::now();
+        conn.execute_batch("BEGIN")?;
+        conn.execute_batch(&format!(
+            "CALL ducklake_add_data_files('lake', '{table}', {files})"
+        ))
+        .with_context(|| format!("register the own writer's files into lake.{table}"))?;
+        conn.execute_batch("COMMIT")?;
+        took.push(started.elapsed());
+        let n: i64 = conn.query_row(&format!("SELECT count(*) FROM lake.{table}"), [], |r| {
+            r.get(0)
+        })?;
+        anyhow::ensure!(
+            u64::try_from(n).ok() == Some(rows),
+            "lake.{table} holds {n} rows after the registration, the own writer wrote {rows}"
+        );
+        conn.execute_batch(&format!("DROP TABLE lake.{table}"))?;
+    }
+    Ok((took[0], took[1]))
 }
 
 /// Times one `INSERT INTO lake.<to> SELECT * FROM lake.<from>` into an empty copy of `from` with
@@ -297,6 +438,18 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<Rate> {
 /// same files the real path writes.
 pub(crate) fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Duration> {
     let conn = lake.connect()?;
+    create_like(lake, &conn, from, to)?;
+    let started = Instant::now();
+    conn.execute_batch(&format!("INSERT INTO lake.{to} SELECT * FROM lake.{from}"))
+        .with_context(|| format!("copy lake.{from}"))?;
+    let took = started.elapsed();
+    conn.execute_batch(&format!("DROP TABLE lake.{to}"))?;
+    Ok(took)
+}
+
+/// Creates `lake.<to>`, empty, with the columns, partitioning and sort order of `lake.<from>`
+/// (read back from the catalog).
+fn create_like(lake: &Lake, conn: &duckdb::Connection, from: &str, to: &str) -> anyhow::Result<()> {
     let layout = dq_lake::raw::table_layout(lake, from)?;
     let mut ddl = vec![format!(
         "CREATE TABLE lake.{to} AS SELECT * FROM lake.{from} LIMIT 0"
@@ -328,12 +481,7 @@ pub(crate) fn copy_time(lake: &Lake, from: &str, to: &str) -> anyhow::Result<Dur
     }
     conn.execute_batch(&ddl.join(";\n"))
         .with_context(|| format!("create lake.{to} like lake.{from}"))?;
-    let started = Instant::now();
-    conn.execute_batch(&format!("INSERT INTO lake.{to} SELECT * FROM lake.{from}"))
-        .with_context(|| format!("copy lake.{from}"))?;
-    let took = started.elapsed();
-    conn.execute_batch(&format!("DROP TABLE lake.{to}"))?;
-    Ok(took)
+    Ok(())
 }
 
 /// Decodes every raw row once, timing only the decoder (the rows are read and resolved first).
