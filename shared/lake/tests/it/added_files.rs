@@ -1,6 +1,7 @@
 //! What the pinned DuckLake extension does with `ducklake_add_data_files`, the registration the
 //! materializer's own-Parquet write path would use (issue 20). Pinned here so an extension
-//! upgrade that changes any of it is noticed before that path relies on it.
+//! upgrade that changes any of it is noticed before that path relies on it. `make
+//! bench-materializer` measures what the registration costs per file.
 
 use dq_lake::testing::{Backend, TestLake};
 use dq_lake::{backend_tests, METADATA};
@@ -113,4 +114,21 @@ fn added_files_follow_the_transaction_and_get_misfiled_partition_values(backend:
         "DuckLake changed how ducklake_add_data_files records partition values: revisit the \
          own-Parquet write path's listing rules (issue 20)"
     );
+
+    // A file outside a hive path is refused: DuckLake takes an added file's partition values
+    // from its path, so an own writer must write into `subject_bucket=…/year=…/…` directories.
+    let flat = t.path("own/flat.parquet");
+    std::fs::copy(file, &flat).unwrap();
+    let refused = conn
+        .execute_batch(&format!(
+            "CALL ducklake_add_data_files('lake', 'added', '{}')",
+            flat.to_str().unwrap()
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("invalid partition value"),
+        "a file outside a hive path was not refused as expected: {refused}"
+    );
+    assert_eq!(state(), (2000, 1), "the refused file added no rows");
 }
