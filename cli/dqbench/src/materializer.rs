@@ -124,6 +124,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     for f in &figures {
         let ours = per_sec(f.raw_rows, f.materialize);
         let floor = per_sec(f.raw_rows, f.raw_floor);
+        let (list, glob, commit) = f.own_writer.per_file_ms();
         table.push_str(&format!(
             "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {} | {:.0} | {:.0} | {:.2}; {:.2}; {:.2} | {:.0} |\n",
             f.catalog,
@@ -135,9 +136,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             f.signal_rows + f.event_rows,
             per_sec(f.signal_rows, f.decoded_floor),
             per_sec(f.own_writer.write.rows, f.own_writer.write.took),
-            f.own_writer.per_file_ms().0,
-            f.own_writer.per_file_ms().1,
-            f.own_writer.per_file_ms().2,
+            list,
+            glob,
+            commit,
             per_sec(f.raw_rows, f.decode_only),
         ));
     }
@@ -312,14 +313,15 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<OwnWriter> {
     let props = parquet::file::properties::WriterProperties::builder()
         .set_compression(parquet::basic::Compression::SNAPPY)
         .build();
-    std::thread::scope(|scope| -> anyhow::Result<()> {
+    let paths = std::thread::scope(|scope| -> anyhow::Result<Vec<String>> {
         let chunk = groups.len().div_ceil(threads).max(1);
         let workers: Vec<_> = groups
             .chunks_mut(chunk)
             .enumerate()
             .map(|(w, part)| {
                 let (all, props, dir) = (&all, props.clone(), dir.path());
-                scope.spawn(move || -> anyhow::Result<()> {
+                scope.spawn(move || -> anyhow::Result<Vec<String>> {
+                    let mut written = Vec::with_capacity(part.len());
                     for (g, ((bucket, day), rows)) in part.iter_mut().enumerate() {
                         rows.sort_unstable_by(|&a, &b| {
                             let (a, b) = (a as usize, b as usize);
@@ -337,7 +339,8 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<OwnWriter> {
                         let sorted = RecordBatch::try_new(all.schema(), columns)?;
                         let path = dir.join(hive_dir(*bucket, *day)?);
                         std::fs::create_dir_all(&path)?;
-                        let file = std::fs::File::create(path.join(format!("{w}-{g}.parquet")))?;
+                        let path = path.join(format!("{w}-{g}.parquet"));
+                        let file = std::fs::File::create(&path)?;
                         let mut writer = parquet::arrow::ArrowWriter::try_new(
                             file,
                             all.schema(),
@@ -345,24 +348,28 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<OwnWriter> {
                         )?;
                         writer.write(&sorted)?;
                         writer.close()?;
+                        written.push(path.to_string_lossy().into_owned());
                     }
-                    Ok(())
+                    Ok(written)
                 })
             })
             .collect();
+        let mut paths = Vec::new();
         for worker in workers {
-            worker
-                .join()
-                .map_err(|_| anyhow::anyhow!("an own-writer thread panicked"))??;
+            paths.extend(
+                worker
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("an own-writer thread panicked"))??,
+            );
         }
-        Ok(())
+        Ok(paths)
     })?;
     let write = Rate {
         rows: all.num_rows() as u64,
         took: started.elapsed(),
     };
-    let files = groups.len() as u64;
-    let (register_list, register_glob) = register_time(lake, dir.path(), files, write.rows)?;
+    let files = paths.len() as u64;
+    let (register_list, register_glob) = register_time(lake, dir.path(), &paths, write.rows)?;
     Ok(OwnWriter {
         write,
         files,
@@ -386,32 +393,16 @@ fn hive_dir(bucket: i32, day: i64) -> anyhow::Result<String> {
     ))
 }
 
-/// Registers the `files` Parquet files under `dir` (`rows` rows) into empty copies of
-/// `lake.signals`, one `ducklake_add_data_files` call and COMMIT each: the paths as a list, then
-/// one glob. Each copy must then hold every row, or the floor did not register what it wrote.
+/// Registers the Parquet files at `paths`, all under `dir` and `rows` rows in all, into empty
+/// copies of `lake.signals`, one `ducklake_add_data_files` call and COMMIT each: the paths as a
+/// list, then one glob of `dir`. Each copy must then hold every row, or the floor did not
+/// register what it wrote.
 fn register_time(
     lake: &Lake,
     dir: &std::path::Path,
-    files: u64,
+    paths: &[String],
     rows: u64,
 ) -> anyhow::Result<(Registration, Registration)> {
-    let mut paths = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let p = entry?.path();
-            if p.is_dir() {
-                pending.push(p);
-            } else {
-                paths.push(p.to_string_lossy().into_owned());
-            }
-        }
-    }
-    anyhow::ensure!(
-        paths.len() as u64 == files,
-        "the own writer wrote {} files, expected {files}",
-        paths.len()
-    );
     let conn = lake.connect()?;
     let mut took = Vec::new();
     for (table, target) in [

@@ -31,7 +31,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio_postgres::config::{Host, SslMode};
-use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage};
+use tokio_postgres::tls::TlsStream;
+use tokio_postgres::{Client, Config, Connection, NoTls, SimpleQueryMessage, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::Redactor;
@@ -221,17 +222,22 @@ async fn connect(config: &Config) -> Result<Client, String> {
         .iter()
         .all(|h| !matches!(h, Host::Tcp(_)));
     if config.get_ssl_mode() == SslMode::Disable || unix_only {
-        let (client, connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
-        tokio::spawn(connection);
-        Ok(client)
+        driven(config.connect(NoTls).await)
     } else {
-        let (client, connection) = config
-            .connect(MakeRustlsConnect::new(tls()?))
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::spawn(connection);
-        Ok(client)
+        driven(config.connect(MakeRustlsConnect::new(tls()?)).await)
     }
+}
+
+/// The client of a connect, its connection spawned on the thread's runtime to be driven there.
+fn driven<S>(
+    connected: Result<(Client, Connection<Socket, S>), tokio_postgres::Error>,
+) -> Result<Client, String>
+where
+    S: TlsStream + Unpin + Send + 'static,
+{
+    let (client, connection) = connected.map_err(|e| e.to_string())?;
+    tokio::spawn(connection);
+    Ok(client)
 }
 
 /// TLS as libpq's `prefer` / `require`: encrypted, the server's certificate not checked.
