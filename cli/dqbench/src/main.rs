@@ -11,6 +11,7 @@
 mod clickhouse;
 mod dataset;
 mod decode;
+mod fileread;
 mod listing;
 mod materializer;
 mod query;

@@ -34,6 +34,7 @@ use dq_query::segments::{self, Mechanism, SegmentsRequest};
 use serde_json::{json, Value};
 
 use crate::clickhouse::{self, lit, ts_lit, ChDb, ChSource};
+use crate::fileread::{file_reads, FileReads};
 use crate::materializer::per_sec;
 use crate::query::{
     percentile, segment_key, timestamptz, utc, Answer, Bench, Case, Sampling, Target, DAILY_ZONE,
@@ -74,10 +75,10 @@ const RAW_ROW_GROUP_ROWS: u32 = 10_240;
 const FLOOR_MEMORY_LIMIT: &str = "8GB";
 
 /// Cold and warm samples of one engine on one case.
-struct Samples {
+pub(crate) struct Samples {
     open: Vec<Duration>,
     cold: Vec<Duration>,
-    warm: Vec<Duration>,
+    pub(crate) warm: Vec<Duration>,
 }
 
 impl From<crate::query::Timing> for Samples {
@@ -118,6 +119,9 @@ struct CaseFigures {
     /// The cloud-event cases: reading the `data` column of the files the answer's rows are in
     /// ([`payload_floor`]), and how many files that is.
     payload_floor: Option<(Samples, usize)>,
+    /// The `signals` cases: the read's rows from its files by DuckDB and by arrow-rs
+    /// ([`crate::fileread`]).
+    file_reads: Option<FileReads>,
 }
 
 struct ColdStart {
@@ -399,6 +403,10 @@ async fn run_case(
         Case::ListEvents | Case::LatestEvent => Some(payload_floor(t, case, target, sampling)?),
         _ => None,
     };
+    let file_reads = match case {
+        Case::Week | Case::Month => Some(file_reads(t, case, target, sampling)?),
+        _ => None,
+    };
     Ok(CaseFigures {
         case,
         dq,
@@ -409,12 +417,13 @@ async fn run_case(
         expected: ours,
         regrouped: None,
         payload_floor,
+        file_reads,
     })
 }
 
 /// `paths` as `read_parquet`'s file list with the option the direct reads pass: the files
 /// hold their partition keys, so the paths' `key=value` directories are not columns.
-fn files_of(paths: &[String]) -> String {
+pub(crate) fn files_of(paths: &[String]) -> String {
     let quoted: Vec<String> = paths.iter().map(|p| dq_lake::quote(p)).collect();
     format!("[{}], hive_partitioning = false", quoted.join(", "))
 }
@@ -595,7 +604,7 @@ fn in_memory(
 /// instance to close first and returns the new one with its opening time), then warm-up and
 /// warm samples on the last instance, which is returned; `ask` runs `n` requests and returns
 /// their times.
-fn sample<I>(
+pub(crate) fn sample<I>(
     sampling: &Sampling,
     mut open: impl FnMut(Option<I>) -> anyhow::Result<(I, Duration)>,
     mut ask: impl FnMut(&mut I, usize) -> anyhow::Result<Vec<Duration>>,
@@ -1058,6 +1067,9 @@ async fn first_answer_of(
 const IN_MEMORY: &str = "dq's statements, rows in memory";
 const REGROUPED: &str = "dq, raw_events in 10,240-row groups";
 const PAYLOADS: &str = "the payload column of the answer's files";
+/// The engine rows of a `signals` case's [`crate::fileread`] floor.
+const FILES_DUCKDB: &str = "the read's rows from its files, by DuckDB";
+const FILES_ARROW: &str = "the read's rows from its files, by arrow-rs";
 
 /// Issue 19's goal for a case, met or not: warm p50 at most ClickHouse's for the `signals`
 /// reads and 1.5× it for the others, cold p50 at most 3× warm.
@@ -1125,7 +1137,13 @@ fn render(run: &Run) -> String {
          answer's rows are in — one row group per file and one page per column chunk, so \
          reading any one payload of a file decompresses all of them: no read of din's layout \
          answers in less, and the design that does is a copy of the payloads sorted by subject \
-         (docs/serving.md). \
+         (docs/serving.md). The `signals` cases have two more: **{FILES_DUCKDB}** and \
+         **{FILES_ARROW}** — the rows dq's direct read selects (the vehicle's `speed` rows in the \
+         window) read from the same Parquet files, the files holding the bucket's rows of the \
+         window, with no aggregation, catalog work, HTTP or GraphQL: by DuckDB's `read_parquet` \
+         (what dq's direct read runs), and by the `parquet` crate on every core (the four \
+         columns, filtered in Rust); the two must return the same rows. Their gap is what a \
+         reader other than DuckDB's would take off a `signals` read (docs/serving.md). \
          The goal column is issue 19's: warm p50 ≤ 1× ClickHouse for the `signals` reads and \
          ≤ 1.5× for the others, cold p50 ≤ 3× warm. Ratios are dq ÷ engine: below 1× dq is faster. Memory: DuckDB's \
          `system_peak_buffer_memory` for the floor statement (the DuckLake scan; dq's signal \
@@ -1176,6 +1194,8 @@ fn render(run: &Run) -> String {
             (IN_MEMORY, c.in_memory.as_ref()),
             (REGROUPED, c.regrouped.as_ref()),
             (PAYLOADS, c.payload_floor.as_ref().map(|(s, _)| s)),
+            (FILES_DUCKDB, c.file_reads.as_ref().map(|f| &f.duckdb)),
+            (FILES_ARROW, c.file_reads.as_ref().map(|f| &f.arrow_rs)),
             ("DuckDB floor", Some(&c.floor)),
             ("ClickHouse", Some(&c.clickhouse)),
         ];
@@ -1194,6 +1214,14 @@ fn render(run: &Run) -> String {
                     let files = c.payload_floor.as_ref().map_or(0, |(_, n)| *n);
                     format!(
                         "floor of din's layout ({files} file{}): {} ClickHouse",
+                        if files == 1 { "" } else { "s" },
+                        ratio(percentile(&s.warm, 50.0), ch_warm)
+                    )
+                }
+                FILES_DUCKDB | FILES_ARROW => {
+                    let files = c.file_reads.as_ref().map_or(0, |f| f.files);
+                    format!(
+                        "the read alone ({files} file{}): {} ClickHouse",
                         if files == 1 { "" } else { "s" },
                         ratio(percentile(&s.warm, 50.0), ch_warm)
                     )
@@ -1282,6 +1310,11 @@ fn to_json(run: &Run) -> Value {
             "payload_column_of_the_answers_files": c.payload_floor.as_ref().map(|(s, n)| json!({
                 "files": n,
                 "samples": s.to_json(),
+            })),
+            "rows_from_the_reads_files": c.file_reads.as_ref().map(|f| json!({
+                "files": f.files,
+                "duckdb": f.duckdb.to_json(),
+                "arrow_rs": f.arrow_rs.to_json(),
             })),
         })).collect::<Vec<_>>(),
         "cold_starts": run.cold_starts.iter().map(|c| json!({
