@@ -140,6 +140,13 @@ fn serve(config: &Config, queue: &mpsc::Receiver<Reply>, redactor: &Redactor) {
     }
 }
 
+/// What one question came to: an answer or an error to give as it is, or a failed question
+/// (its error text, unredacted) worth one more try on a new connection.
+enum Asked {
+    Done(Result<i64, String>),
+    Failed(String),
+}
+
 /// The thread's connection state.
 struct Conn<'a> {
     config: &'a Config,
@@ -149,30 +156,41 @@ struct Conn<'a> {
 }
 
 impl Conn<'_> {
-    /// The answer, reopening the connection once when it was lost.
+    /// The answer, reopening the connection and asking once more when a question failed (the
+    /// server may have closed an idle connection).
     async fn newest(&mut self) -> Result<i64, String> {
-        for attempt in 0..2 {
-            if self.client.as_ref().is_none_or(Client::is_closed) {
-                self.open().await;
-            }
-            let Some(client) = &self.client else {
-                return Err("the catalog connection is not open".to_owned());
-            };
-            let outcome = tokio::time::timeout(ASK_TIMEOUT, ask(client)).await;
-            if let Ok(Ok(id)) = outcome {
-                return Ok(id);
-            }
-            // A connection a question failed or hung on is not asked again.
-            self.client = None;
-            match outcome {
-                Ok(Err(e)) if attempt == 0 => {
-                    tracing::debug!(error = %self.redactor.redact(&e), "catalog question failed; reconnecting");
+        match self.ask_once().await {
+            Asked::Failed(e) => {
+                tracing::debug!(error = %self.redactor.redact(&e), "catalog question failed; reconnecting");
+                match self.ask_once().await {
+                    Asked::Failed(e) => Err(self.redactor.redact(&e)),
+                    Asked::Done(answer) => answer,
                 }
-                Ok(Err(e)) => return Err(self.redactor.redact(&e)),
-                _ => return Err(no_answer()),
+            }
+            Asked::Done(answer) => answer,
+        }
+    }
+
+    /// One question on the open connection, opened first if needed. A connection a question
+    /// failed or hung on is not asked again.
+    async fn ask_once(&mut self) -> Asked {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            self.open().await;
+        }
+        let Some(client) = &self.client else {
+            return Asked::Done(Err("the catalog connection is not open".to_owned()));
+        };
+        match tokio::time::timeout(ASK_TIMEOUT, ask(client)).await {
+            Ok(Ok(id)) => Asked::Done(Ok(id)),
+            Ok(Err(e)) => {
+                self.client = None;
+                Asked::Failed(e)
+            }
+            Err(_) => {
+                self.client = None;
+                Asked::Done(Err(no_answer()))
             }
         }
-        Err("the catalog connection is not open".to_owned())
     }
 
     /// Connects unless a connect failed less than [`PAUSE_AFTER_FAILED_CONNECT`] ago.
