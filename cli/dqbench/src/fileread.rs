@@ -22,7 +22,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
 use crate::query::{timestamptz, Case, Sampling, Target, SIGNAL};
-use crate::suite::{sample, Samples};
+use crate::suite::{fresh_conn, sample, table_files, Samples};
 
 /// The two readers' samples over the same files, and how many files that is.
 pub(crate) struct FileReads {
@@ -71,12 +71,8 @@ pub(crate) fn file_reads(
         timestamptz(to)
     );
     let files: Vec<String> = {
-        let lake = t.open()?;
-        let conn = lake.connect()?;
-        let all: Vec<String> = conn
-            .prepare("SELECT data_file FROM ducklake_list_files('lake', 'signals')")?
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
+        let ((_lake, conn), _) = fresh_conn(t, None)?;
+        let all = table_files(&conn, "signals")?;
         let sql = format!(
             "SELECT DISTINCT filename FROM read_parquet({}, filename = true) \
              WHERE {in_window} ORDER BY 1",
@@ -99,13 +95,7 @@ pub(crate) fn file_reads(
         crate::suite::files_of(&files)
     );
 
-    let open = |last: Option<(dq_lake::Lake, dq_lake::Conn)>| {
-        drop(last);
-        let started = Instant::now();
-        let lake = t.open()?;
-        let conn = lake.connect()?;
-        anyhow::Ok(((lake, conn), started.elapsed()))
-    };
+    let open = |last| fresh_conn(t, last);
     let expected = std::cell::Cell::new(None::<Read>);
     let check = |read: Read, reader: &str| -> anyhow::Result<()> {
         ensure!(

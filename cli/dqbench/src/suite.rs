@@ -428,6 +428,32 @@ pub(crate) fn files_of(paths: &[String]) -> String {
     format!("[{}], hive_partitioning = false", quoted.join(", "))
 }
 
+/// A freshly opened instance on the lake and a connection to it, once `last` is closed, with
+/// the time the opening took: a floor's cold sample.
+pub(crate) fn fresh_conn(
+    t: &TestLake,
+    last: Option<(dq_lake::Lake, dq_lake::Conn)>,
+) -> anyhow::Result<((dq_lake::Lake, dq_lake::Conn), Duration)> {
+    drop(last);
+    let started = Instant::now();
+    let lake = t.open()?;
+    let conn = lake.connect()?;
+    Ok(((lake, conn), started.elapsed()))
+}
+
+/// The paths of `table`'s live data files (`ducklake_list_files`); an error when it has none.
+pub(crate) fn table_files(conn: &dq_lake::Conn, table: &str) -> anyhow::Result<Vec<String>> {
+    let files: Vec<String> = conn
+        .prepare(&format!(
+            "SELECT data_file FROM ducklake_list_files('lake', {})",
+            dq_lake::quote(table)
+        ))?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    ensure!(!files.is_empty(), "{table} has no files");
+    Ok(files)
+}
+
 /// The floor of din's `raw_events` layout under a cloud-event case: DuckDB reading the whole
 /// `data` column of the files the answer's rows are in, on a fresh instance attached to the
 /// lake (file metadata cached after the first read, as dq's are). A row group is a day of one
@@ -440,13 +466,8 @@ fn payload_floor(
     sampling: &Sampling,
 ) -> anyhow::Result<(Samples, usize)> {
     let files: Vec<String> = {
-        let lake = t.open()?;
-        let conn = lake.connect()?;
-        let all: Vec<String> = conn
-            .prepare("SELECT data_file FROM ducklake_list_files('lake', 'raw_events')")?
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        ensure!(!all.is_empty(), "raw_events has no files");
+        let ((_lake, conn), _) = fresh_conn(t, None)?;
+        let all = table_files(&conn, "raw_events")?;
         let answer = events_answer_sql(
             case,
             target,
@@ -469,13 +490,7 @@ fn payload_floor(
         "SELECT count(*), sum(length(data)) FROM read_parquet({})",
         files_of(&files)
     );
-    let open = |last: Option<(dq_lake::Lake, dq_lake::Conn)>| {
-        drop(last);
-        let started = Instant::now();
-        let lake = t.open()?;
-        let conn = lake.connect()?;
-        anyhow::Ok(((lake, conn), started.elapsed()))
-    };
+    let open = |last| fresh_conn(t, last);
     let ask = |(_, conn): &mut (dq_lake::Lake, dq_lake::Conn), n: usize| {
         (0..n)
             .map(|_| {
