@@ -16,7 +16,10 @@
 //! - for the cloud-event cases, dq served again over the same fleet seeded into a second lake
 //!   whose `raw_events` has smaller Parquet row groups ([`RAW_ROW_GROUP_ROWS`]): what din's
 //!   layout costs those reads, and the layout that lifts it; and the floor of din's layout
-//!   under them ([`payload_floor`]).
+//!   under them ([`payload_floor`]);
+//! - for the `signals` cases, the rows dq's direct read selects read from the same files and
+//!   nothing else, by DuckDB and by arrow-rs ([`crate::fileread`]): what the file read itself
+//!   costs, and whether a reader of dq's own would take it lower.
 //!
 //! The answers are compared before anything is timed; a mismatch fails the run.
 
