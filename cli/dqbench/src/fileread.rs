@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context};
 use dq_lake::testing::TestLake;
 use duckdb::arrow::array::{Array, AsArray};
-use duckdb::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
+use duckdb::arrow::datatypes::{Float64Type, Int64Type, TimestampMicrosecondType};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
 use crate::query::{timestamptz, Case, Sampling, Target, SIGNAL};
-use crate::suite::{fresh_conn, sample, table_files, Samples};
+use crate::suite::{files_of, fresh_conn, sample, table_files, Samples};
 
 /// The two readers' samples over the same files, and how many files that is.
 pub(crate) struct FileReads {
@@ -32,7 +32,7 @@ pub(crate) struct FileReads {
 }
 
 /// What a reader returned: rows, and the sums that check two readers returned the same rows.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 struct Read {
     rows: usize,
     ts_sum: i128,
@@ -50,6 +50,12 @@ impl Read {
         self.rows += 1;
         self.ts_sum += i128::from(ts);
         self.value_sum += value.unwrap_or(0.0);
+    }
+
+    fn merge(&mut self, other: Read) {
+        self.rows += other.rows;
+        self.ts_sum += other.ts_sum;
+        self.value_sum += other.value_sum;
     }
 }
 
@@ -76,7 +82,7 @@ pub(crate) fn file_reads(
         let sql = format!(
             "SELECT DISTINCT filename FROM read_parquet({}, filename = true) \
              WHERE {in_window} ORDER BY 1",
-            crate::suite::files_of(&all)
+            files_of(&all)
         );
         let found = conn
             .prepare(&sql)?
@@ -92,7 +98,7 @@ pub(crate) fn file_reads(
     let sql = format!(
         "SELECT epoch_us(\"timestamp\"), value_number FROM read_parquet({}) \
          WHERE {in_window} AND subject = ? AND name = '{SIGNAL}'",
-        crate::suite::files_of(&files)
+        files_of(&files)
     );
 
     let open = |last| fresh_conn(t, last);
@@ -120,15 +126,9 @@ pub(crate) fn file_reads(
                 let mut stmt = conn.prepare(&sql)?;
                 let batches: Vec<_> = stmt.query_arrow([&target.subject])?.collect();
                 let took = started.elapsed();
-                let mut read = Read {
-                    rows: 0,
-                    ts_sum: 0,
-                    value_sum: 0.0,
-                };
+                let mut read = Read::default();
                 for b in &batches {
-                    let ts = b
-                        .column(0)
-                        .as_primitive::<duckdb::arrow::datatypes::Int64Type>();
+                    let ts = b.column(0).as_primitive::<Int64Type>();
                     let v = b.column(1).as_primitive::<Float64Type>();
                     for i in 0..b.num_rows() {
                         read.add(ts.value(i), v.is_valid(i).then(|| v.value(i)));
@@ -176,17 +176,13 @@ fn arrow_read(
     subject: &str,
     (from, to): (i64, i64),
 ) -> anyhow::Result<Read> {
-    let chunk = files.len().div_ceil(threads.max(1));
+    let chunk = files.len().div_ceil(threads).max(1);
     let parts: Vec<anyhow::Result<Read>> = std::thread::scope(|s| {
         let handles: Vec<_> = files
-            .chunks(chunk.max(1))
+            .chunks(chunk)
             .map(|part| {
                 s.spawn(move || {
-                    let mut read = Read {
-                        rows: 0,
-                        ts_sum: 0,
-                        value_sum: 0.0,
-                    };
+                    let mut read = Read::default();
                     for path in part {
                         read_file(path, subject, (from, to), &mut read)
                             .with_context(|| format!("read {path}"))?;
@@ -203,16 +199,9 @@ fn arrow_read(
             })
             .collect()
     });
-    let mut total = Read {
-        rows: 0,
-        ts_sum: 0,
-        value_sum: 0.0,
-    };
+    let mut total = Read::default();
     for part in parts {
-        let part = part?;
-        total.rows += part.rows;
-        total.ts_sum += part.ts_sum;
-        total.value_sum += part.value_sum;
+        total.merge(part?);
     }
     Ok(total)
 }
