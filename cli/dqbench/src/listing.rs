@@ -9,14 +9,16 @@
 //! commit (a new file) lands and the engine brings its listing forward, as the next read after a
 //! commit does. Timed beside the whole load the listing replaced, DuckLake's own per-statement
 //! listing (`ducklake_list_files`) at the same size, and what a new instance reads: the
-//! table's head (its init) and then one bucket's files (its first request).
+//! table's head (its init) and then one bucket's files (its first request), or one day's files
+//! of every bucket (a first cloud-event search without a type).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
+use dq_lake::files::{TableFiles, TableSpec};
 use dq_lake::testing::{Backend, TestLake};
-use dq_lake::{SharedLake, METADATA};
+use dq_lake::{Newest, SharedLake, METADATA};
 use dq_query::{Engine, ListingSource};
 use serde_json::json;
 
@@ -56,6 +58,8 @@ struct Figures {
     head: Vec<Duration>,
     bucket: Vec<Duration>,
     bucket_files: usize,
+    day: Vec<Duration>,
+    day_files: usize,
 }
 
 /// The bucket a new instance's first request reads: one of the 256 the registered files spread
@@ -85,6 +89,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "head_ms_p50": percentile(&f.head, 50.0),
             "one_bucket_ms_p50": percentile(&f.bucket, 50.0),
             "one_bucket_files": f.bucket_files,
+            "one_day_every_bucket_ms_p50": percentile(&f.day, 50.0),
+            "one_day_every_bucket_files": f.day_files,
             "goal_ms": GOAL_MS,
             "machine": report::machine(),
         }))
@@ -145,6 +151,11 @@ fn measure(backend: Backend, args: &Args) -> anyhow::Result<Figures> {
         bucket_files as u64 >= args.files / 256,
         "one bucket's listing holds {bucket_files} files"
     );
+    let (day, day_files) = one_day(&shared, backend, args.loads)?;
+    ensure!(
+        day_files >= 256,
+        "one day's listing holds {day_files} files"
+    );
     ensure!(
         files as u64 > args.files,
         "the listing holds {files} files, {} were registered",
@@ -202,7 +213,49 @@ fn measure(backend: Backend, args: &Args) -> anyhow::Result<Figures> {
         head,
         bucket,
         bucket_files,
+        day,
+        day_files,
     })
+}
+
+/// The day of [`one_day`]: every bucket has a registered file of it.
+const DAY: &str = "2024-06-01";
+
+/// A read of every key over one day after the init's head, on a new listing each time: what a
+/// cloud-event search without a type costs a new instance (timed on `lake.signals`, whose
+/// registered files have every bucket on each day); the times and the files held.
+fn one_day(
+    shared: &Arc<SharedLake>,
+    backend: Backend,
+    loads: usize,
+) -> anyhow::Result<(Vec<Duration>, usize)> {
+    let postgres = backend == Backend::Postgres;
+    let from = chrono::NaiveDate::parse_from_str(DAY, "%Y-%m-%d")?
+        .and_hms_opt(0, 0, 0)
+        .context("midnight")?
+        .and_utc()
+        .timestamp_micros();
+    let window = (from, from + 86_400_000_000);
+    let spec = TableSpec {
+        name: "signals",
+        partition: dq_tables::schema::TIME_PARTITION,
+        columns: &dq_tables::schema::SIGNAL_COLUMNS,
+    };
+    let (conn, _) = shared.connect()?;
+    let (mut took, mut files) = (Vec::new(), 0);
+    for _ in 0..loads {
+        let listings = TableFiles::new(spec, postgres);
+        let snapshot = dq_lake::request_snapshot(&conn, &Newest::through_duckdb(postgres))?;
+        listings.listing(&conn, snapshot, Some(&[]))?;
+        let report = listings.listing_of_window(&conn, snapshot, window)?;
+        ensure!(
+            report.source == ListingSource::Extended && report.usable && !report.complete,
+            "{report:?}"
+        );
+        files = report.files;
+        took.push(report.took);
+    }
+    Ok((took, files))
 }
 
 /// The `signals` listing the engine holds after bringing it to the newest snapshot with the
@@ -345,11 +398,13 @@ fn render(all: &[Figures]) -> String {
          new instance reads neither whole: its init reads the table's **head** (ids, paths, \
          partition specs, inlined rows' keys, files without the table's partition values) and \
          its first request **one bucket's files** (the vehicle's), each timed on a new \
-         engine.\n\n\
+         engine; a read of every key over a few days (a cloud-event search without a type) \
+         reads **one day's files of every bucket** after the head instead of the whole table's, \
+         timed the same way.\n\n\
          | catalog | data files | refresh after one commit p50 ms | p95 ms | samples | goal | \
          whole load p50 ms | DuckLake's own listing p50 ms | head p50 ms | one bucket p50 ms \
-         (files) |\n\
-         |---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
+         (files) | one day of every bucket p50 ms (files) |\n\
+         |---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
     );
     for f in all {
         let goal = if f.catalog == "postgres" {
@@ -359,7 +414,7 @@ fn render(all: &[Figures]) -> String {
             "—".into()
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {goal} | {} | {} | {} | {} ({}) |\n",
+            "| {} | {} | {} | {} | {} | {goal} | {} | {} | {} | {} ({}) | {} ({}) |\n",
             f.catalog,
             f.files,
             ms(percentile(&f.refresh, 50.0)),
@@ -370,6 +425,8 @@ fn render(all: &[Figures]) -> String {
             ms(percentile(&f.head, 50.0)),
             ms(percentile(&f.bucket, 50.0)),
             f.bucket_files,
+            ms(percentile(&f.day, 50.0)),
+            f.day_files,
         ));
     }
     out.push_str(&format!("\nMeasured on {}.\n", report::machine()));

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use crate::duckdb::{self, Connection};
 use crate::METADATA as META;
 use crate::{quote, Snapshot, LAKE};
-use chrono::{DateTime, NaiveDate};
+use chrono::{DateTime, Datelike, NaiveDate};
 
 /// Listings kept per table: the newest two snapshots, so requests pinned on either side of a
 /// commit do not reload each other's.
@@ -48,6 +48,11 @@ const CACHED_LISTINGS: usize = 2;
 /// until merges rewrite them) and the DuckLake scan answers, which prunes them by their column
 /// statistics.
 const MAX_UNPARTITIONED: usize = 32;
+
+/// The most days a read of every key (a cloud-event search without a type) reads into its
+/// listing day by day; a wider window, or one without bounds, loads the whole table's files
+/// (10⁵–10⁶ in production: ~650 ms at 10⁵ on PostgreSQL, `make bench-listing`).
+const MAX_LISTED_DAYS: i64 = 31;
 
 /// What joins a file's partition values, and inlined keys, in the listing statements: a
 /// control character no partition value of ours holds (`chr(31)` in SQL).
@@ -183,6 +188,10 @@ struct Listing {
     /// read the whole table's file rows (~650 ms at 10⁵ files on PostgreSQL) for its first
     /// request, nor keep files it never opens.
     loaded: Option<Arc<HashSet<String>>>,
+    /// Days whose files of every key `by_key` holds, beside the keys in `loaded`: a read of
+    /// every key over a few days (a search without a type) reads those days' files, not the
+    /// whole table's. Empty when `loaded` is `None`.
+    days: Arc<HashSet<NaiveDate>>,
     /// Partition spec ids of the table other than [`Listing::layout_ids`]: their files are
     /// read for every key.
     other_ids: Arc<Vec<i64>>,
@@ -202,6 +211,53 @@ struct Listing {
 
 /// A file's partition: its key and, for the time-partitioned tables, its day.
 type Partition = (String, Option<NaiveDate>);
+
+/// What a read needs its listing to hold.
+#[derive(Debug, Clone, Copy)]
+enum Need<'a> {
+    /// Every file of these keys.
+    Keys(&'a [String]),
+    /// Every key's files of these days.
+    Days(&'a [NaiveDate]),
+    /// Every file.
+    All,
+}
+
+/// The days of `[from_us, to_us)`, or `None` when it spans more than [`MAX_LISTED_DAYS`],
+/// reaches past the representable days or is empty: a read of every key over it needs the
+/// whole listing. (An empty window reads no row; it is not worth a listing of its own.)
+fn window_days(from_us: i64, to_us: i64) -> Option<Vec<NaiveDate>> {
+    if to_us <= from_us {
+        return None;
+    }
+    let first = DateTime::from_timestamp_micros(from_us)?.date_naive();
+    let last = DateTime::from_timestamp_micros(to_us - 1)?.date_naive();
+    if (last - first).num_days() >= MAX_LISTED_DAYS {
+        return None;
+    }
+    Some(first.iter_days().take_while(|d| *d <= last).collect())
+}
+
+/// What a read of `keys` (`None`: every key) over the days `days` (`None`: unbounded) needs.
+fn need<'a>(keys: Option<&'a [String]>, days: Option<&'a [NaiveDate]>) -> Need<'a> {
+    match (keys, days) {
+        (Some(keys), _) => Need::Keys(keys),
+        (None, Some(days)) => Need::Days(days),
+        (None, None) => Need::All,
+    }
+}
+
+/// The days of all of `windows` ([`window_days`]), or `None` when any needs the whole
+/// listing.
+fn windows_days(windows: &[(i64, i64)]) -> Option<Vec<NaiveDate>> {
+    let mut days = Vec::new();
+    for &(from_us, to_us) in windows {
+        days.extend(window_days(from_us, to_us)?);
+    }
+    days.sort_unstable();
+    days.dedup();
+    Some(days)
+}
 
 /// A data file's live delete files at a snapshot, as the catalog lists them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -256,8 +312,10 @@ impl Listing {
     /// the representable days reads from the first file or to the last (an unbounded look-back,
     /// a rollup read).
     fn select(&self, keys: Option<&[String]>, from_us: i64, to_us: i64) -> Option<Vec<&DataFile>> {
-        if !self.holds(keys) {
-            // `TableFiles::at` reads the keys first; a listing never answers for keys it lacks.
+        let days = window_days(from_us, to_us);
+        if !self.holds(need(keys, days.as_deref())) {
+            // `TableFiles::at` reads the keys or days first; a listing never answers for files
+            // it lacks.
             return None;
         }
         if !self.usable || self.inlined.contains("") || self.unpartitioned.len() > MAX_UNPARTITIONED
@@ -296,11 +354,12 @@ impl Listing {
         Some(files)
     }
 
-    /// Whether the files of `keys` (`None`: every key) are held.
-    fn holds(&self, keys: Option<&[String]>) -> bool {
-        match keys {
-            None => self.loaded.is_none(),
-            Some(keys) => keys.iter().all(|k| self.holds_key(k)),
+    /// Whether the files `need` names are held.
+    fn holds(&self, need: Need<'_>) -> bool {
+        match need {
+            Need::Keys(keys) => keys.iter().all(|k| self.holds_key(k)),
+            Need::Days(days) => self.loaded.is_none() || days.iter().all(|d| self.days.contains(d)),
+            Need::All => self.loaded.is_none(),
         }
     }
 
@@ -317,6 +376,14 @@ impl Listing {
         let mut missing: Vec<String> = distinct.into_iter().cloned().collect();
         missing.sort_unstable();
         missing
+    }
+
+    /// The days of `days` whose files of every key are not held.
+    fn missing_days(&self, days: &[NaiveDate]) -> Vec<NaiveDate> {
+        days.iter()
+            .filter(|d| !self.days.contains(d))
+            .copied()
+            .collect()
     }
 
     /// The newest day partition of any file (`None`: no file has one). Of a listing of every
@@ -407,6 +474,16 @@ impl TableFiles {
         &self.spec
     }
 
+    /// The days whose files a read of every key (`keys` is `None`) over `windows` needs
+    /// listed, or `None` when it needs every file: it reads keys, a window is too wide, or the
+    /// table has no day partitions.
+    fn days_of(&self, keys: Option<&[String]>, windows: &[(i64, i64)]) -> Option<Vec<NaiveDate>> {
+        if keys.is_some() || self.spec.keyed_alone() {
+            return None;
+        }
+        windows_days(windows)
+    }
+
     /// The relations reads of the partition keys `keys` (`None`: every key) over each of
     /// `windows` (`[from_us, to_us)`) scan in place of the table at `snapshot` —
     /// `read_parquet([…])` over its files — or `None` when any of them needs the DuckLake scan.
@@ -420,7 +497,8 @@ impl TableFiles {
         keys: Option<&[String]>,
         windows: [(i64, i64); N],
     ) -> duckdb::Result<Option<[String; N]>> {
-        let (listing, _) = self.at(conn, snapshot, keys)?;
+        let days = self.days_of(keys, &windows);
+        let (listing, _) = self.at(conn, snapshot, need(keys, days.as_deref()))?;
         let relations = windows.map(|(from_us, to_us)| {
             listing
                 .select(keys, from_us, to_us)
@@ -445,7 +523,8 @@ impl TableFiles {
         keys: Option<&[String]>,
         (from_us, to_us): (i64, i64),
     ) -> duckdb::Result<Option<bool>> {
-        let (listing, _) = self.at(conn, snapshot, keys)?;
+        let days = self.days_of(keys, &[(from_us, to_us)]);
+        let (listing, _) = self.at(conn, snapshot, need(keys, days.as_deref()))?;
         Ok(listing
             .select(keys, from_us, to_us)
             .map(|files| !files.is_empty()))
@@ -461,7 +540,7 @@ impl TableFiles {
         conn: &Connection,
         snapshot: Snapshot,
     ) -> duckdb::Result<Option<Option<NaiveDate>>> {
-        let (listing, _) = self.at(conn, snapshot, None)?;
+        let (listing, _) = self.at(conn, snapshot, Need::All)?;
         Ok(listing.usable.then(|| listing.newest_day()))
     }
 
@@ -476,8 +555,33 @@ impl TableFiles {
         snapshot: Snapshot,
         keys: Option<&[String]>,
     ) -> duckdb::Result<ListingReport> {
+        self.report(conn, snapshot, need(keys, None))
+    }
+
+    /// The listing at `snapshot` a read of every key over `[from_us, to_us)` obtains (a
+    /// cloud-event search without a type), and how: the window's days when it spans at most
+    /// [`MAX_LISTED_DAYS`], else every file.
+    ///
+    /// # Errors
+    /// Catalog reads failed.
+    pub fn listing_of_window(
+        &self,
+        conn: &Connection,
+        snapshot: Snapshot,
+        (from_us, to_us): (i64, i64),
+    ) -> duckdb::Result<ListingReport> {
+        let days = self.days_of(None, &[(from_us, to_us)]);
+        self.report(conn, snapshot, need(None, days.as_deref()))
+    }
+
+    fn report(
+        &self,
+        conn: &Connection,
+        snapshot: Snapshot,
+        need: Need<'_>,
+    ) -> duckdb::Result<ListingReport> {
         let started = Instant::now();
-        let (listing, source) = self.at(conn, snapshot, keys)?;
+        let (listing, source) = self.at(conn, snapshot, need)?;
         Ok(ListingReport {
             table: self.spec.name,
             snapshot: listing.snapshot,
@@ -489,16 +593,23 @@ impl TableFiles {
         })
     }
 
-    /// The listing at `snapshot` holding the files of `keys` (`None`: every key): cached, else
-    /// the newest older cached one refreshed (the keys it holds), else loaded; then the keys
+    /// The listing at `snapshot` holding the files `need` names: cached, else the newest older
+    /// cached one refreshed (the keys and days it holds), else loaded; then the keys or days
     /// it lacks read into it. One loader at a time: the others wait for its result instead of
     /// reading the same rows again.
     fn at(
         &self,
         conn: &Connection,
         snapshot: Snapshot,
-        keys: Option<&[String]>,
+        need: Need<'_>,
     ) -> duckdb::Result<(Arc<Listing>, ListingSource)> {
+        // What a first load reads: the keys asked for; for days, the head alone (the days'
+        // files are read into it next).
+        let keys = match need {
+            Need::Keys(keys) => Some(keys),
+            Need::Days(_) => Some(&[][..]),
+            Need::All => None,
+        };
         let mut cached = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
         let started = Instant::now();
         let held = cached.iter().find(|l| l.snapshot == snapshot.0).cloned();
@@ -532,15 +643,25 @@ impl TableFiles {
                 }
             }
         };
-        let (listing, source) = if !listing.usable || listing.holds(keys) {
+        let (listing, source) = if !listing.usable || listing.holds(need) {
             (listing, source)
-        } else if let Some(keys) = keys {
-            let missing = listing.missing(keys);
-            let extended = extend(conn, self.postgres, &listing, &missing)?;
-            (Arc::new(extended), ListingSource::Extended)
         } else {
-            let whole = load(conn, self.postgres, &self.spec, snapshot.0, None)?;
-            (Arc::new(whole), ListingSource::Loaded)
+            match need {
+                Need::Keys(keys) => {
+                    let missing = listing.missing(keys);
+                    let extended = extend(conn, self.postgres, &listing, &missing)?;
+                    (Arc::new(extended), ListingSource::Extended)
+                }
+                Need::Days(days) => {
+                    let missing = listing.missing_days(days);
+                    let extended = extend_days(conn, self.postgres, &listing, &missing)?;
+                    (Arc::new(extended), ListingSource::Extended)
+                }
+                Need::All => {
+                    let whole = load(conn, self.postgres, &self.spec, snapshot.0, None)?;
+                    (Arc::new(whole), ListingSource::Loaded)
+                }
+            }
         };
         if source != ListingSource::Cached {
             tracing::debug!(
@@ -549,6 +670,7 @@ impl TableFiles {
                 ?source,
                 usable = listing.usable,
                 keys = listing.by_key.len(),
+                days = listing.days.len(),
                 complete = listing.loaded.is_none(),
                 took_ms = started.elapsed().as_millis() as u64,
                 "file listing"
@@ -795,7 +917,7 @@ fn load_once(
     listing.other_ids = Arc::new(other_ids);
     listing.prefix = Arc::from(head.prefix);
     listing.loaded = keys.map(|keys| Arc::new(keys.iter().cloned().collect()));
-    let inlined_keys = read_files(conn, postgres, &files, &mut listing, true)?;
+    let inlined_keys = read_files(conn, postgres, &files, &mut listing, &Take::Held)?;
     listing.inlined_tables = Arc::new(inlined_tables);
     listing.inlined = parse_keys(inlined_keys);
     listing.inlined_deletes = Arc::new(inlined_deletes(
@@ -809,17 +931,42 @@ fn load_once(
     Ok(listing)
 }
 
+/// Which of a statement's file rows [`read_files`] takes into a listing.
+enum Take<'a> {
+    /// The files of the keys the listing holds and the files without the table's partition
+    /// values (a load).
+    Held,
+    /// The files of the keys the listing holds; the others are held already (an extension by
+    /// key).
+    HeldKeys,
+    /// The files of these days whose key the listing does not hold (those it holds whole
+    /// already).
+    Days(&'a HashSet<NaiveDate>),
+}
+
+impl Take<'_> {
+    fn takes(&self, listing: &Listing, partition: Option<&Partition>) -> bool {
+        match (self, partition) {
+            (Take::Held, None) => true,
+            (_, None) => false,
+            (Take::Days(days), Some((key, day))) => {
+                !listing.holds_key(key) && day.is_some_and(|d| days.contains(&d))
+            }
+            (_, Some((key, _))) => listing.holds_key(key),
+        }
+    }
+}
+
 /// Reads the file rows of `sql` (the files statement of [`load_once`]: inlined keys, then a
 /// file's id, path, relativity, spec id, plainness, partition values and delete files) into
-/// `listing`, whose head fields are set; returns the inlined keys. `unpartitioned`: files
-/// without the table's partition values are taken (else they are already held). Only files of
-/// the keys the listing holds are taken.
+/// `listing`, whose head fields are set; returns the inlined keys. `take` says which rows it
+/// keeps.
 fn read_files(
     conn: &Connection,
     postgres: bool,
     sql: &str,
     listing: &mut Listing,
-    unpartitioned: bool,
+    take: &Take<'_>,
 ) -> duckdb::Result<Option<String>> {
     let mut stmt = conn.prepare(&format!("SELECT * FROM {}", in_catalog(postgres, sql)))?;
     let mut rows = stmt.query([])?;
@@ -836,13 +983,10 @@ fn read_files(
             r.get(4)?,
             r.get::<_, Option<String>>(6)?.as_deref(),
         );
-        let key = partition.as_ref().map(|(k, _)| k.clone());
-        if !key
-            .as_deref()
-            .map_or(unpartitioned, |k| listing.holds_key(k))
-        {
+        if !take.takes(listing, partition.as_ref()) {
             continue;
         }
+        let key = partition.as_ref().map(|(k, _)| k.clone());
         let deletes = delete_files_at(r, 7)?;
         let relative: bool = r.get(3)?;
         let file = DataFile {
@@ -868,9 +1012,28 @@ fn extend(
     base: &Listing,
     keys: &[String],
 ) -> duckdb::Result<Listing> {
+    let m = catalog_prefix(postgres);
+    let files = files_among(postgres, base, &files_of_keys_sql(&m, base.table_id, keys));
+    let mut fresh = Listing {
+        loaded: Some(Arc::new(keys.iter().cloned().collect())),
+        by_key: HashMap::new(),
+        ..base.clone()
+    };
+    read_files(conn, postgres, &files, &mut fresh, &Take::HeldKeys)?;
+    let mut next = base.clone();
+    let mut loaded = next.loaded.as_deref().cloned().unwrap_or_default();
+    loaded.extend(keys.iter().cloned());
+    next.loaded = Some(Arc::new(loaded));
+    next.by_key.extend(fresh.by_key);
+    Ok(next)
+}
+
+/// The files statement of an extension: the live files at `base`'s snapshot among the ids
+/// `ids` (a statement) selects, in [`read_files`]'s columns.
+fn files_among(postgres: bool, base: &Listing, ids: &str) -> String {
     let (s, table) = (base.snapshot, base.table_id);
     let m = catalog_prefix(postgres);
-    let files = format!(
+    format!(
         "SELECT CAST(NULL AS VARCHAR) AS keys, f.* FROM (\
            SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
              f.mapping_id IS NULL AND f.encryption_key IS NULL AS catalog_plain, \
@@ -883,19 +1046,27 @@ fn extend(
            WHERE f.table_id = {table} AND {} AND {}) f",
         deletes_join(postgres, &m, table, s),
         live("f", s),
-        file_id_in(postgres, &files_of_keys_sql(&m, table, keys))
-    );
-    let mut fresh = Listing {
-        loaded: Some(Arc::new(keys.iter().cloned().collect())),
-        by_key: HashMap::new(),
-        ..base.clone()
-    };
-    read_files(conn, postgres, &files, &mut fresh, false)?;
+        file_id_in(postgres, ids)
+    )
+}
+
+/// `base` (at its snapshot) holding every key's files of `days` too: one catalog statement
+/// for those days' files of the keys it does not hold whole; the head, the files of every
+/// key, inlined keys and deletes are the base's.
+fn extend_days(
+    conn: &Connection,
+    postgres: bool,
+    base: &Listing,
+    days: &[NaiveDate],
+) -> duckdb::Result<Listing> {
+    let m = catalog_prefix(postgres);
+    let files = files_among(postgres, base, &files_of_days_sql(&m, base.table_id, days));
+    let wanted: HashSet<NaiveDate> = days.iter().copied().collect();
     let mut next = base.clone();
-    let mut loaded = next.loaded.as_deref().cloned().unwrap_or_default();
-    loaded.extend(keys.iter().cloned());
-    next.loaded = Some(Arc::new(loaded));
-    next.by_key.extend(fresh.by_key);
+    read_files(conn, postgres, &files, &mut next, &Take::Days(&wanted))?;
+    let mut held = (*base.days).clone();
+    held.extend(wanted);
+    next.days = Arc::new(held);
     Ok(next)
 }
 
@@ -924,6 +1095,43 @@ fn files_of_keys_sql(m: &str, table: i64, keys: &[String]) -> String {
          WHERE k.table_id = {table} AND k.partition_key_index = 0 \
            AND k.partition_value IN ({})",
         list.join(", ")
+    )
+}
+
+/// The ids of `table`'s data files whose year, month and day partition values (keys 1–3, as
+/// DuckLake writes them: unpadded numbers) are one of `days`; [`read_files`] checks each
+/// file's day again.
+fn files_of_days_sql(m: &str, table: i64, days: &[NaiveDate]) -> String {
+    if days.is_empty() {
+        return format!("SELECT data_file_id FROM {m}ducklake_data_file WHERE false");
+    }
+    let value = |v: u32| quote(&v.to_string());
+    let mut of_month: Vec<String> = days.iter().map(|d| value(d.day())).collect();
+    of_month.sort_unstable();
+    of_month.dedup();
+    let dates: Vec<String> = days
+        .iter()
+        .map(|d| {
+            format!(
+                "(y.partition_value = {} AND mo.partition_value = {} AND dd.partition_value = {})",
+                quote(&d.year().to_string()),
+                value(d.month()),
+                value(d.day())
+            )
+        })
+        .collect();
+    // Driven by the day of month, the most selective key; the index on (table, key index,
+    // value) finds its rows, the file index the same file's month and year.
+    format!(
+        "SELECT dd.data_file_id FROM {m}ducklake_file_partition_value dd \
+         JOIN {m}ducklake_file_partition_value mo ON mo.data_file_id = dd.data_file_id \
+           AND mo.table_id = {table} AND mo.partition_key_index = 2 \
+         JOIN {m}ducklake_file_partition_value y ON y.data_file_id = dd.data_file_id \
+           AND y.table_id = {table} AND y.partition_key_index = 1 \
+         WHERE dd.table_id = {table} AND dd.partition_key_index = 3 \
+           AND dd.partition_value IN ({}) AND ({})",
+        of_month.join(", "),
+        dates.join(" OR ")
     )
 }
 
@@ -1196,8 +1404,10 @@ fn refresh(
         let partition = partition_of(&next.layout_ids, partition_id, part.as_deref());
         let day = partition.as_ref().and_then(|(_, d)| *d);
         let key = partition.map(|(k, _)| k);
-        if key.as_deref().is_some_and(|k| !next.holds_key(k)) {
-            // A key not read yet: read whole, at its snapshot, when a read asks for it.
+        if key.as_deref().is_some_and(|k| !next.holds_key(k))
+            && !day.is_some_and(|d| next.days.contains(&d))
+        {
+            // A key and day not read yet: read, at its snapshot, when a read asks for it.
             continue;
         }
         next.group_mut(key.clone()).retain(|f| f.id != id);
@@ -1491,6 +1701,36 @@ mod tests {
         assert_eq!(
             paths(&l, "3", us(2025, 6, 1, 23), us(2025, 6, 3, 1)),
             Some(vec!["a", "b", "c"])
+        );
+    }
+
+    #[test]
+    fn a_read_of_every_key_lists_at_most_31_days() {
+        let june = |d| NaiveDate::from_ymd_opt(2025, 6, d).unwrap();
+        assert_eq!(
+            window_days(us(2025, 6, 1, 0), us(2025, 6, 2, 0)),
+            Some(vec![june(1)])
+        );
+        assert_eq!(
+            window_days(us(2025, 6, 1, 23), us(2025, 6, 3, 1)),
+            Some(vec![june(1), june(2), june(3)])
+        );
+        let days = window_days(us(2025, 6, 1, 0), us(2025, 7, 2, 0)).unwrap();
+        assert_eq!(days.len() as i64, MAX_LISTED_DAYS);
+        assert_eq!(window_days(us(2025, 6, 1, 0), us(2025, 7, 2, 1)), None);
+        assert_eq!(window_days(us(2025, 6, 1, 0), i64::MAX), None);
+        assert_eq!(window_days(i64::MIN, us(2025, 6, 1, 0)), None);
+        assert_eq!(window_days(us(2025, 6, 1, 0), us(2025, 6, 1, 0)), None);
+        assert_eq!(
+            windows_days(&[
+                (us(2025, 6, 2, 0), us(2025, 6, 3, 0)),
+                (us(2025, 6, 1, 12), us(2025, 6, 2, 12))
+            ]),
+            Some(vec![june(1), june(2)])
+        );
+        assert_eq!(
+            windows_days(&[(us(2025, 6, 2, 0), us(2025, 6, 3, 0)), (0, i64::MAX)]),
+            None
         );
     }
 
@@ -1954,6 +2194,58 @@ mod tests {
         assert_eq!(base.select(None, i64::MIN, i64::MAX).unwrap().len(), 3);
         assert_eq!(base.newest_day(), NaiveDate::from_ymd_opt(2025, 6, 2));
 
+        // A read of every type over a few days reads those days' files into the listing, not
+        // the whole table's.
+        let june = |d| NaiveDate::from_ymd_opt(2025, 6, d).unwrap();
+        let day1 = (us(2025, 6, 1, 0), us(2025, 6, 2, 0));
+        let head = load(conn, postgres, &RAW, base.snapshot, Some(&[])).unwrap();
+        let by_day = extend_days(conn, postgres, &head, &[june(2)]).unwrap();
+        assert_eq!(rows(&by_day), rows(&of_days(&base, &[june(2)])));
+        assert_eq!(by_day.file_count(), 2, "{:?}", rows(&by_day));
+        assert_eq!(
+            by_day.select(None, day2.0, day2.1).map(|f| paths_of(&f)),
+            base.select(None, day2.0, day2.1).map(|f| paths_of(&f))
+        );
+        assert!(
+            by_day.select(None, day1.0, day1.1).is_none(),
+            "day 1 is not held"
+        );
+        assert!(by_day.select(None, day1.0, day2.1).is_none());
+        assert!(by_day.select(Some(&status), day2.0, day2.1).is_none());
+        // Beside a type held whole, only the other types' files of the day are read.
+        let both = extend_days(conn, postgres, &partial, &[june(2)]).unwrap();
+        assert_eq!(both.file_count(), 3, "{:?}", rows(&both));
+        assert_eq!(both.select(None, day2.0, day2.1).unwrap().len(), 2);
+        assert_eq!(both.select(Some(&status), day1.0, day2.1).unwrap().len(), 2);
+        // A key extension of a listing read by day holds that key's files once.
+        let keyed = extend(conn, postgres, &by_day, &status).unwrap();
+        assert_eq!(rows(&keyed), rows(&both));
+
+        // Through the engine's cache: the first read of every type over one day reads the
+        // head and that day's files; a read without bounds, all of them.
+        let files = TableFiles::new(RAW, postgres);
+        let at = Snapshot(base.snapshot);
+        let report = files.listing_of_window(conn, at, day2).unwrap();
+        assert_eq!(report.source, ListingSource::Extended);
+        assert_eq!((report.files, report.complete), (2, false));
+        let [relation] = files.relations(conn, at, None, [day2]).unwrap().unwrap();
+        assert_eq!(
+            files.listing_of_window(conn, at, day2).unwrap().source,
+            ListingSource::Cached
+        );
+        let read: i64 = conn
+            .query_row(&format!("SELECT count(*) FROM {relation}"), [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(read, 40, "{relation}");
+        let wide = (day1.0, day1.0 + MAX_LISTED_DAYS * 86_400_000_000 + 1);
+        let report = files.listing_of_window(conn, at, wide).unwrap();
+        assert_eq!(
+            (report.source, report.files, report.complete),
+            (ListingSource::Loaded, 3, true)
+        );
+
         insert("dimo.status", "2025-06-03", 20);
         let s = newest(conn);
         let moved = refresh(conn, postgres, &RAW, &base, s).unwrap().unwrap();
@@ -1976,6 +2268,32 @@ mod tests {
             .select(Some(&["dimo.tombstone".to_owned()]), day2.0, day2.1)
             .is_none());
         assert!(moved.select(None, day2.0, day2.1).is_none());
+
+        // A refresh of a listing read by day moves the files of its days, whatever their type.
+        insert("dimo.tombstone", "2025-06-02", 20);
+        insert("dimo.attestation", "2025-06-02", 20);
+        let s = newest(conn);
+        let moved = refresh(conn, postgres, &RAW, &by_day, s).unwrap().unwrap();
+        let loaded = load(conn, postgres, &RAW, s, None).unwrap();
+        assert_eq!(rows(&moved), rows(&of_days(&loaded, &[june(2)])));
+        assert_eq!(moved.file_count(), 4, "{:?}", rows(&moved));
+    }
+
+    /// `l`'s files of `days` only (and those read for every key): what a listing read by those
+    /// days holds.
+    fn of_days(l: &Listing, days: &[NaiveDate]) -> Listing {
+        let mut only = l.clone();
+        for files in only.by_key.values_mut() {
+            Arc::make_mut(files).retain(|f| f.day.is_some_and(|d| days.contains(&d)));
+        }
+        only.by_key.retain(|_, files| !files.is_empty());
+        only
+    }
+
+    fn paths_of(files: &[&DataFile]) -> Vec<String> {
+        let mut paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+        paths.sort();
+        paths
     }
 
     crate::backend_tests!(
