@@ -141,12 +141,11 @@ pub(crate) fn file_reads(
     };
     let (duckdb, _) = sample(sampling, open, by_duckdb)?;
 
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let by_arrow = |(): &mut (), n: usize| {
         (0..n)
             .map(|_| {
                 let started = Instant::now();
-                let read = arrow_read(&files, threads, &target.subject, (from, to))?;
+                let read = arrow_read(&files, &target.subject, (from, to))?;
                 let took = started.elapsed();
                 check(read, "arrow-rs")?;
                 Ok(took)
@@ -168,40 +167,21 @@ pub(crate) fn file_reads(
     })
 }
 
-/// The read by arrow-rs: `files` split over `threads`, each file's four columns read and the
+/// The read by arrow-rs: `files` split over every core, each file's four columns read and the
 /// subject's `speed` rows in `[from, to)` kept.
-fn arrow_read(
-    files: &[String],
-    threads: usize,
-    subject: &str,
-    (from, to): (i64, i64),
-) -> anyhow::Result<Read> {
-    let chunk = files.len().div_ceil(threads).max(1);
-    let parts: Vec<anyhow::Result<Read>> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    let mut read = Read::default();
-                    for path in part {
-                        read_file(path, subject, (from, to), &mut read)
-                            .with_context(|| format!("read {path}"))?;
-                    }
-                    Ok(read)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a reader thread panicked")))
-            })
-            .collect()
-    });
+fn arrow_read(files: &[String], subject: &str, (from, to): (i64, i64)) -> anyhow::Result<Read> {
+    let mut paths: Vec<&String> = files.iter().collect();
+    let parts = crate::cores::on_every_core(&mut paths, |_, part| {
+        let mut read = Read::default();
+        for path in part.iter() {
+            read_file(path, subject, (from, to), &mut read)
+                .with_context(|| format!("read {path}"))?;
+        }
+        Ok(read)
+    })?;
     let mut total = Read::default();
     for part in parts {
-        total.merge(part?);
+        total.merge(part);
     }
     Ok(total)
 }

@@ -9,6 +9,7 @@
 #![allow(clippy::indexing_slicing)]
 
 mod clickhouse;
+mod cores;
 mod dataset;
 mod decode;
 mod fileread;

@@ -309,61 +309,40 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<OwnWriter> {
             .push(i as u32);
     }
     let mut groups: Vec<((i32, i64), Vec<u32>)> = groups.into_iter().collect();
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let props = parquet::file::properties::WriterProperties::builder()
         .set_compression(parquet::basic::Compression::SNAPPY)
         .build();
-    let paths = std::thread::scope(|scope| -> anyhow::Result<Vec<String>> {
-        let chunk = groups.len().div_ceil(threads).max(1);
-        let workers: Vec<_> = groups
-            .chunks_mut(chunk)
-            .enumerate()
-            .map(|(w, part)| {
-                let (all, props, dir) = (&all, props.clone(), dir.path());
-                scope.spawn(move || -> anyhow::Result<Vec<String>> {
-                    let mut written = Vec::with_capacity(part.len());
-                    for (g, ((bucket, day), rows)) in part.iter_mut().enumerate() {
-                        rows.sort_unstable_by(|&a, &b| {
-                            let (a, b) = (a as usize, b as usize);
-                            subjects
-                                .value(a)
-                                .cmp(subjects.value(b))
-                                .then(times.value(a).cmp(&times.value(b)))
-                        });
-                        let indices = duckdb::arrow::array::UInt32Array::from(std::mem::take(rows));
-                        let columns = all
-                            .columns()
-                            .iter()
-                            .map(|c| take(c.as_ref(), &indices, None))
-                            .collect::<Result<Vec<_>, _>>()?;
-                        let sorted = RecordBatch::try_new(all.schema(), columns)?;
-                        let path = dir.join(hive_dir(*bucket, *day)?);
-                        std::fs::create_dir_all(&path)?;
-                        let path = path.join(format!("{w}-{g}.parquet"));
-                        let file = std::fs::File::create(&path)?;
-                        let mut writer = parquet::arrow::ArrowWriter::try_new(
-                            file,
-                            all.schema(),
-                            Some(props.clone()),
-                        )?;
-                        writer.write(&sorted)?;
-                        writer.close()?;
-                        written.push(path.to_string_lossy().into_owned());
-                    }
-                    Ok(written)
-                })
-            })
-            .collect();
-        let mut paths = Vec::new();
-        for worker in workers {
-            paths.extend(
-                worker
-                    .join()
-                    .map_err(|_| anyhow::anyhow!("an own-writer thread panicked"))??,
-            );
+    let (all, out) = (&all, dir.path());
+    let written = crate::cores::on_every_core(&mut groups, |w, part| {
+        let mut written = Vec::with_capacity(part.len());
+        for (g, ((bucket, day), rows)) in part.iter_mut().enumerate() {
+            rows.sort_unstable_by(|&a, &b| {
+                let (a, b) = (a as usize, b as usize);
+                subjects
+                    .value(a)
+                    .cmp(subjects.value(b))
+                    .then(times.value(a).cmp(&times.value(b)))
+            });
+            let indices = duckdb::arrow::array::UInt32Array::from(std::mem::take(rows));
+            let columns = all
+                .columns()
+                .iter()
+                .map(|c| take(c.as_ref(), &indices, None))
+                .collect::<Result<Vec<_>, _>>()?;
+            let sorted = RecordBatch::try_new(all.schema(), columns)?;
+            let path = out.join(hive_dir(*bucket, *day)?);
+            std::fs::create_dir_all(&path)?;
+            let path = path.join(format!("{w}-{g}.parquet"));
+            let file = std::fs::File::create(&path)?;
+            let mut writer =
+                parquet::arrow::ArrowWriter::try_new(file, all.schema(), Some(props.clone()))?;
+            writer.write(&sorted)?;
+            writer.close()?;
+            written.push(path.to_string_lossy().into_owned());
         }
-        Ok(paths)
+        Ok(written)
     })?;
+    let paths: Vec<String> = written.into_iter().flatten().collect();
     let write = Rate {
         rows: all.num_rows() as u64,
         took: started.elapsed(),
