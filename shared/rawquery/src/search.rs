@@ -24,6 +24,7 @@ use dq_lake::duckdb::{self, Connection};
 use dq_lake::files::{TableFiles, TableSpec};
 use dq_lake::{Newest, Redactor, Snapshot};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 /// din's `raw_events` as its files are listed: by `type`, then the UTC day of `time`.
 const RAW_EVENTS: TableSpec = TableSpec {
@@ -499,6 +500,7 @@ impl<'a> Reader<'a> {
     }
 
     fn query(&self, ctx: &str, q: &Query, payload: bool) -> Result<Vec<StoredRow>> {
+        let started = Instant::now();
         let mut stmt = match self.conn.prepare(&q.text) {
             Ok(stmt) => stmt,
             Err(e) if Self::no_table(&e) => return Ok(Vec::new()),
@@ -510,6 +512,15 @@ impl<'a> Reader<'a> {
             })
             .and_then(|rows| rows.collect::<duckdb::Result<Vec<_>>>())
             .map_err(|e| self.error(ctx, e))?;
+        // `RUST_LOG=dq_rawquery=debug` shows where a request's time goes, statement by
+        // statement.
+        tracing::debug!(
+            statement = ctx,
+            payload,
+            rows = raw.len(),
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "read"
+        );
         raw.into_iter().map(stored_row).collect()
     }
 
