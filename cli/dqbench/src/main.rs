@@ -54,11 +54,6 @@ enum Command {
     All(suite::Args),
 }
 
-/// The functions' allocator (mimalloc as the process's `malloc`, `functions/*`), so the served
-/// reads and the materializer are measured as they run there.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     // `RUST_LOG=dq_materialize=debug` shows each statement's time (on stderr, apart from the
     // report); without it the run stays quiet.

@@ -4,12 +4,6 @@
 
 use anyhow::Context as _;
 
-/// mimalloc for every allocation of the process, DuckDB's included (its `override` feature makes
-/// it the process's `malloc`): the served reads spent a fifth of their time in glibc's `malloc`
-/// and `free`, and ran up to a quarter faster on it (docs/serving.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()

@@ -14,12 +14,6 @@ const PORT: &str = "PORT";
 #[cfg(feature = "dev")]
 const DQ_DEV_AUTH: &str = "DQ_DEV_AUTH";
 
-/// mimalloc for every allocation of the process, DuckDB's included (its `override` feature makes
-/// it the process's `malloc`): the served reads spent a fifth of their time in glibc's `malloc`
-/// and `free`, and ran up to a quarter faster on it (docs/serving.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     tracing_subscriber::fmt()

@@ -8,12 +8,6 @@ use dq_fn_materializer::{handler, run_local, Context, LocalArgs};
 use lambda_runtime::{service_fn, LambdaEvent};
 use serde_json::Value;
 
-/// mimalloc for every allocation of the process, DuckDB's included (its `override` feature makes
-/// it the process's `malloc`), as in the query functions: decoding ran faster on it, and the
-/// drain no slower (docs/materializer.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     tracing_subscriber::fmt()
