@@ -312,7 +312,8 @@ impl Listing {
     /// the representable days reads from the first file or to the last (an unbounded look-back,
     /// a rollup read).
     fn select(&self, keys: Option<&[String]>, from_us: i64, to_us: i64) -> Option<Vec<&DataFile>> {
-        let days = window_days(from_us, to_us);
+        // The window's days matter only to a read of every key (a keyed read is the hot path).
+        let days = keys.map_or_else(|| window_days(from_us, to_us), |_| None);
         if !self.holds(need(keys, days.as_deref())) {
             // `TableFiles::at` reads the keys or days first; a listing never answers for files
             // it lacks.
