@@ -387,11 +387,15 @@ impl Listing {
             .collect()
     }
 
-    /// The newest day partition of any file (`None`: no file has one). Of a listing of every
-    /// key only.
-    fn newest_day(&self) -> Option<NaiveDate> {
-        self.by_key
-            .values()
+    /// The newest day partition of a file of `keys` (`None`: of any key), `None` when no such
+    /// file has one. Of a listing holding those keys' files.
+    fn newest_day(&self, keys: Option<&[String]>) -> Option<NaiveDate> {
+        let groups: Vec<&Arc<Vec<DataFile>>> = match keys {
+            Some(keys) => keys.iter().filter_map(|k| self.by_key.get(k)).collect(),
+            None => self.by_key.values().collect(),
+        };
+        groups
+            .into_iter()
             .flat_map(|files| files.iter())
             .filter_map(|f| f.day)
             .max()
@@ -531,8 +535,10 @@ impl TableFiles {
             .map(|files| !files.is_empty()))
     }
 
-    /// The newest day partition of the table's files at `snapshot`: `Some(None)` when no file
-    /// has one, `None` when the listing is unusable (a read there takes the DuckLake scan).
+    /// The newest day partition of the files of the keys `keys` (`None`: every key) at
+    /// `snapshot`: `Some(None)` when no such file has one, `None` when the listing is unusable
+    /// (a read there takes the DuckLake scan). Keys need only their own files listed; every key
+    /// needs the whole listing.
     ///
     /// # Errors
     /// Catalog reads failed.
@@ -540,9 +546,10 @@ impl TableFiles {
         &self,
         conn: &Connection,
         snapshot: Snapshot,
+        keys: Option<&[String]>,
     ) -> duckdb::Result<Option<Option<NaiveDate>>> {
-        let (listing, _) = self.at(conn, snapshot, Need::All)?;
-        Ok(listing.usable.then(|| listing.newest_day()))
+        let (listing, _) = self.at(conn, snapshot, need(keys, None))?;
+        Ok(listing.usable.then(|| listing.newest_day(keys)))
     }
 
     /// The listing at `snapshot` holding the files of `keys` (`None`: every key; `Some(&[])`:
@@ -1764,7 +1771,10 @@ mod tests {
         assert_eq!(l.select(None, day.0, day.1).map(|f| f.len()), None, "d");
         Arc::make_mut(l.by_key.get_mut("4").unwrap())[0].plain = true;
         assert_eq!(l.select(None, day.0, day.1).map(|f| f.len()), Some(3));
-        assert_eq!(l.newest_day(), NaiveDate::from_ymd_opt(2025, 6, 3));
+        assert_eq!(l.newest_day(None), NaiveDate::from_ymd_opt(2025, 6, 3));
+        let of = |k: &str| l.newest_day(Some(&[k.to_owned()]));
+        assert_eq!(of("4"), NaiveDate::from_ymd_opt(2025, 6, 2));
+        assert_eq!(of("9"), None, "a key without files");
         // A NULL key among the inlined rows stands for every key.
         l.inlined.insert(String::new());
         assert_eq!(paths(&l, "3", day.0, day.1), None, "inlined NULL key");
@@ -2193,7 +2203,7 @@ mod tests {
         assert_eq!(picked.len(), 1, "{:?}", rows(&base));
         assert_eq!(base.select(None, day2.0, day2.1).unwrap().len(), 2);
         assert_eq!(base.select(None, i64::MIN, i64::MAX).unwrap().len(), 3);
-        assert_eq!(base.newest_day(), NaiveDate::from_ymd_opt(2025, 6, 2));
+        assert_eq!(base.newest_day(None), NaiveDate::from_ymd_opt(2025, 6, 2));
 
         // A read of every type over a few days reads those days' files into the listing, not
         // the whole table's.
@@ -2254,7 +2264,13 @@ mod tests {
             rows(&moved),
             rows(&load(conn, postgres, &RAW, s, None).unwrap())
         );
-        assert_eq!(moved.newest_day(), NaiveDate::from_ymd_opt(2025, 6, 3));
+        assert_eq!(moved.newest_day(None), NaiveDate::from_ymd_opt(2025, 6, 3));
+        let tombstones = ["dimo.tombstone".to_owned()];
+        assert_eq!(
+            moved.newest_day(Some(&tombstones)),
+            NaiveDate::from_ymd_opt(2025, 6, 2),
+            "a type's own newest day"
+        );
 
         // A bundle of a few rows is inlined: reads of its type take the scan, other types not.
         insert("dimo.tombstone", "2025-06-03", 2);

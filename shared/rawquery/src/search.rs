@@ -312,7 +312,7 @@ impl<'a> Reader<'a> {
     ) -> Result<StoredRow> {
         let after = filter.effective_after(now);
         let mut reference = filter.before.unwrap_or(now);
-        if let Some(newest) = self.newest_time()? {
+        if let Some(newest) = self.newest_time(filter.event_type.confined_to())? {
             reference = reference.min(newest);
         }
         for days in LATEST_LOOKBACK_DAYS {
@@ -332,17 +332,25 @@ impl<'a> Reader<'a> {
             .ok_or(FetchError::NotFound)
     }
 
-    /// The newest `time` of the whole table (DuckLake answers it from file statistics), `None`
-    /// when it is empty or does not exist yet.
-    fn newest_time(&self) -> Result<Option<DateTime<Utc>>> {
+    /// The newest `time` of the rows of `types` (`None`: of the whole table; DuckLake answers
+    /// it from file statistics), `None` when there are none or the table does not exist yet.
+    fn newest_time(&self, types: Option<&[String]>) -> Result<Option<DateTime<Utc>>> {
         let ctx = "newest raw_events time";
-        // From the listing: the end of the newest day partition, a bound no row passes (rows
-        // of unpartitioned files or inlined rows may be newer; the look-backs only get wider).
+        // From the listing: the end of the types' newest day partition, a bound no row passes
+        // (rows of unpartitioned files or inlined rows may be newer; the look-backs only get
+        // wider). Of given types it needs only their files listed, which their search reads
+        // next anyway; of every type, the whole listing.
         if let Some(d) = self.direct {
             let snapshot = self.snapshot()?;
-            if let Ok(Some(Some(day))) = d.files.newest_day(self.conn, snapshot) {
-                let end = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0));
-                return Ok(end.map(|t| t.and_utc()));
+            match d.files.newest_day(self.conn, snapshot, types) {
+                Ok(Some(Some(day))) => {
+                    let end = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0));
+                    return Ok(end.map(|t| t.and_utc()));
+                }
+                // No file of the types has a day (none yet, or only inlined rows): no bound
+                // worth a scan of the whole table; the look-backs start from the window's end.
+                Ok(Some(None)) if types.is_some() => return Ok(None),
+                _ => {}
             }
         }
         let newest = self.conn.query_row(

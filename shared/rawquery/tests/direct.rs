@@ -124,8 +124,9 @@ async fn compare(f: &Fixture, stage: &str, extra: &[Filter]) -> u64 {
     reads
 }
 
-/// Searches of every type over a bounded window only — each subject's day window and `extra`
-/// — both engines; returns how many ran.
+/// The reads that need no whole listing, both engines: searches of every type over a bounded
+/// window only (each subject's day window and `extra`), and each subject's latest row of one
+/// type; returns how many ran.
 async fn windowed(f: &Fixture, extra: &Filter) -> u64 {
     let mut reads = 0;
     let asked = f
@@ -136,6 +137,19 @@ async fn windowed(f: &Fixture, extra: &Filter) -> u64 {
     for (i, filter) in asked.enumerate() {
         assert!(filter.event_type.is_empty() && filter.before.is_some());
         same_search(f, &filter, &format!("windowed {i}: {filter:?}")).await;
+        reads += 1;
+    }
+    for subject in &f.subjects {
+        let filter = filters(f, subject).swap_remove(2);
+        assert!(filter.event_type.confined_to().is_some() && filter.before.is_none());
+        let (a, b) = (filter.clone(), filter.clone());
+        let direct = f
+            .direct
+            .read(move |r| r.latest_row(&a, true))
+            .await
+            .unwrap();
+        let scan = f.scan.read(move |r| r.latest_row(&b, true)).await.unwrap();
+        same_rows(&[direct], &[scan], &format!("typed latest: {filter:?}"));
         reads += 1;
     }
     reads
@@ -259,8 +273,9 @@ async fn direct_reads(backend: Backend) {
         .execute_batch("CALL ducklake_flush_inlined_data('lake')")
         .unwrap();
     let f = fixture(&t);
-    // A search of every type over a day or two reads those days' files into the listing, not
-    // the whole table's: on PostgreSQL the listing the preload then finds is still partial.
+    // A search of every type over a day or two reads those days' files into the listing, and
+    // a latest row of one type that type's files, not the whole table's: on PostgreSQL the
+    // listing the preload then finds is still partial.
     let before = f.direct.direct_reads();
     let windowed = windowed(&f, &around()).await;
     assert!(f.direct.direct_reads() - before >= windowed);
