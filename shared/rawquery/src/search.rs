@@ -339,18 +339,16 @@ impl<'a> Reader<'a> {
         // From the listing: the end of the types' newest day partition, a bound no row passes
         // (rows of unpartitioned files or inlined rows may be newer; the look-backs only get
         // wider). Of given types it needs only their files listed, which their search reads
-        // next anyway; of every type, the whole listing.
+        // next anyway; of every type (also when no file of the given types has a day: none
+        // yet, or only inlined rows), the whole listing.
         if let Some(d) = self.direct {
             let snapshot = self.snapshot()?;
-            match d.files.newest_day(self.conn, snapshot, types) {
-                Ok(Some(Some(day))) => {
-                    let end = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0));
-                    return Ok(end.map(|t| t.and_utc()));
-                }
-                // No file of the types has a day (none yet, or only inlined rows): no bound
-                // worth a scan of the whole table; the look-backs start from the window's end.
-                Ok(Some(None)) if types.is_some() => return Ok(None),
-                _ => {}
+            let newest = |types| match d.files.newest_day(self.conn, snapshot, types) {
+                Ok(Some(Some(day))) => day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0)),
+                _ => None,
+            };
+            if let Some(end) = types.and_then(|t| newest(Some(t))).or_else(|| newest(None)) {
+                return Ok(Some(end.and_utc()));
             }
         }
         let newest = self.conn.query_row(
