@@ -106,14 +106,7 @@ async fn compare(f: &Fixture, stage: &str, extra: &[Filter]) -> u64 {
         for (i, filter) in asked.enumerate() {
             let what = format!("{stage}: filter {i} {filter:?}");
             same_search(f, &filter, &what).await;
-            let (a, b) = (filter.clone(), filter.clone());
-            let direct = f
-                .direct
-                .read(move |r| r.latest_row(&a, true))
-                .await
-                .unwrap();
-            let scan = f.scan.read(move |r| r.latest_row(&b, true)).await.unwrap();
-            same_rows(&[direct], &[scan], &format!("{what}: latest"));
+            same_latest(f, &filter, &format!("{what}: latest")).await;
             let (a, b) = (filter.clone(), filter);
             let direct = f.direct.read(move |r| r.type_summaries(&a)).await.unwrap();
             let scan = f.scan.read(move |r| r.type_summaries(&b)).await.unwrap();
@@ -142,17 +135,22 @@ async fn windowed(f: &Fixture, extra: &Filter) -> u64 {
     for subject in &f.subjects {
         let filter = filters(f, subject).swap_remove(2);
         assert!(filter.event_type.confined_to().is_some() && filter.before.is_none());
-        let (a, b) = (filter.clone(), filter.clone());
-        let direct = f
-            .direct
-            .read(move |r| r.latest_row(&a, true))
-            .await
-            .unwrap();
-        let scan = f.scan.read(move |r| r.latest_row(&b, true)).await.unwrap();
-        same_rows(&[direct], &[scan], &format!("typed latest: {filter:?}"));
+        same_latest(f, &filter, &format!("typed latest: {filter:?}")).await;
         reads += 1;
     }
     reads
+}
+
+/// The latest row of `filter`, payload included, the same both ways.
+async fn same_latest(f: &Fixture, filter: &Filter, what: &str) {
+    let (a, b) = (filter.clone(), filter.clone());
+    let direct = f
+        .direct
+        .read(move |r| r.latest_row(&a, true))
+        .await
+        .unwrap();
+    let scan = f.scan.read(move |r| r.latest_row(&b, true)).await.unwrap();
+    same_rows(&[direct], &[scan], what);
 }
 
 /// The search of `filter`, payloads included, finds rows, the same both ways.
