@@ -333,17 +333,8 @@ impl Listing {
         let last = DateTime::from_timestamp_micros(to_us.checked_sub(1)?)
             .map_or(NaiveDate::MAX, |t| t.date_naive());
         let in_window = |f: &&DataFile| f.day.is_none_or(|d| d >= first && d <= last);
-        let groups: Vec<&Arc<Vec<DataFile>>> = match keys {
-            Some(keys) => {
-                let distinct: HashSet<&String> = keys.iter().collect();
-                distinct
-                    .into_iter()
-                    .filter_map(|k| self.by_key.get(k))
-                    .collect()
-            }
-            None => self.by_key.values().collect(),
-        };
-        let files: Vec<&DataFile> = groups
+        let files: Vec<&DataFile> = self
+            .groups(keys)
             .into_iter()
             .flat_map(|files| files.iter())
             .filter(in_window)
@@ -387,14 +378,24 @@ impl Listing {
             .collect()
     }
 
+    /// The file groups of the distinct keys of `keys` held (`None`: of every key), each once.
+    fn groups(&self, keys: Option<&[String]>) -> Vec<&Arc<Vec<DataFile>>> {
+        match keys {
+            Some(keys) => {
+                let distinct: HashSet<&String> = keys.iter().collect();
+                distinct
+                    .into_iter()
+                    .filter_map(|k| self.by_key.get(k))
+                    .collect()
+            }
+            None => self.by_key.values().collect(),
+        }
+    }
+
     /// The newest day partition of a file of `keys` (`None`: of any key), `None` when no such
     /// file has one. Of a listing holding those keys' files.
     fn newest_day(&self, keys: Option<&[String]>) -> Option<NaiveDate> {
-        let groups: Vec<&Arc<Vec<DataFile>>> = match keys {
-            Some(keys) => keys.iter().filter_map(|k| self.by_key.get(k)).collect(),
-            None => self.by_key.values().collect(),
-        };
-        groups
+        self.groups(keys)
             .into_iter()
             .flat_map(|files| files.iter())
             .filter_map(|f| f.day)
