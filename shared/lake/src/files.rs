@@ -97,6 +97,30 @@ impl TableSpec {
         keys.join(",")
     }
 
+    /// A file's partition values from its path's `key=value` directories, joined by [`SEP`] in
+    /// key order as the catalog's would be: the identity key under its column's name, the
+    /// time's keys as `year`, `month`, `day` (DuckLake's directory names). For the files
+    /// `ducklake_add_data_files` registered (the materializer's own Parquet writer): DuckLake
+    /// 1.5.4 files every transformed key's value of such a file under the last key's index, so
+    /// the catalog's values do not say which is the year, the month or the day
+    /// (`tests/it/added_files.rs` pins it). `None` when a key's directory is missing.
+    fn hive_part(&self, path: &str) -> Option<String> {
+        let dirs: HashMap<&str, &str> = path
+            .split('/')
+            .filter_map(|dir| dir.split_once('='))
+            .collect();
+        let values: Option<Vec<&str>> = self
+            .layout()
+            .split(',')
+            .map(|key| match key.split_once(':') {
+                Some(("identity", column)) => dirs.get(column).copied(),
+                Some((transform, _)) => dirs.get(transform).copied(),
+                None => None,
+            })
+            .collect();
+        Some(values?.join(&SEP.to_string()))
+    }
+
     /// Whether the table is partitioned by its key alone (the rollups), not by time as well.
     fn keyed_alone(&self) -> bool {
         !self.partition.contains(',')
@@ -658,12 +682,13 @@ impl TableFiles {
             match need {
                 Need::Keys(keys) => {
                     let missing = listing.missing(keys);
-                    let extended = extend(conn, self.postgres, &listing, &missing)?;
+                    let extended = extend(conn, self.postgres, &self.spec, &listing, &missing)?;
                     (Arc::new(extended), ListingSource::Extended)
                 }
                 Need::Days(days) => {
                     let missing = listing.missing_days(days);
-                    let extended = extend_days(conn, self.postgres, &listing, &missing)?;
+                    let extended =
+                        extend_days(conn, self.postgres, &self.spec, &listing, &missing)?;
                     (Arc::new(extended), ListingSource::Extended)
                 }
                 Need::All => {
@@ -743,6 +768,42 @@ fn live(alias: &str, snapshot: i64) -> String {
     format!(
         "{alias}.begin_snapshot <= {snapshot} AND \
          ({alias}.end_snapshot IS NULL OR {alias}.end_snapshot > {snapshot})"
+    )
+}
+
+/// Whether data file `f` of `table` reads the same with `read_parquet` alone as through
+/// DuckLake at `s` (before its delete files): not encrypted, and either written by DuckLake
+/// (no column mapping) or mapped by name column for column onto the table's live columns
+/// under their own names (`ducklake_add_data_files` of a file holding exactly the table's
+/// columns, as the materializer's own writer writes them).
+fn plain_sql(m: &str, table: i64, s: i64) -> String {
+    format!(
+        "f.encryption_key IS NULL AND (f.mapping_id IS NULL OR f.mapping_id IN ({}))",
+        identity_mappings_sql(m, table, s)
+    )
+}
+
+/// The ids of `table`'s name mappings that map every live top-level column, and only those,
+/// from a file column of the same name.
+fn identity_mappings_sql(m: &str, table: i64, s: i64) -> String {
+    let column = |alias: &str| {
+        format!(
+            "{alias}.table_id = {table} AND {alias}.parent_column IS NULL AND {}",
+            live(alias, s)
+        )
+    };
+    format!(
+        "SELECT cm.mapping_id FROM {m}ducklake_column_mapping cm \
+         WHERE cm.table_id = {table} AND cm.type = 'map_by_name' \
+           AND NOT EXISTS (SELECT 1 FROM {m}ducklake_name_mapping n \
+             WHERE n.mapping_id = cm.mapping_id AND (n.parent_column IS NOT NULL OR NOT EXISTS ( \
+               SELECT 1 FROM {m}ducklake_column c WHERE {} \
+                 AND c.column_id = n.target_field_id AND c.column_name = n.source_name))) \
+           AND (SELECT count(*) FROM {m}ducklake_name_mapping n \
+                WHERE n.mapping_id = cm.mapping_id) \
+             = (SELECT count(*) FROM {m}ducklake_column c WHERE {})",
+        column("c"),
+        column("c")
     )
 }
 
@@ -906,7 +967,7 @@ fn load_once(
     let files = format!(
         "SELECT b.keys, f.* FROM (SELECT {} AS keys) b LEFT JOIN (\
            SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
-             f.mapping_id IS NULL AND f.encryption_key IS NULL AS catalog_plain, \
+             {plain} AS catalog_plain, f.mapping_id IS NOT NULL AS mapped, \
              string_agg(p.partition_value, chr(31) ORDER BY p.partition_key_index) AS part, \
              d.n, d.max_id, d.path AS del_path, d.relative AS del_relative, d.plain AS del_plain \
            FROM {m}ducklake_data_file f \
@@ -918,7 +979,8 @@ fn load_once(
         inlined_keys_sql(&m, &key_text(spec, postgres), &inlined_tables, s),
         delete_files_sql(&m, table, s),
         live("f", s),
-        only.unwrap_or_default()
+        only.unwrap_or_default(),
+        plain = plain_sql(&m, table, s),
     );
     listing.table_id = table;
     listing.next_file_id = next_file_id;
@@ -926,7 +988,7 @@ fn load_once(
     listing.other_ids = Arc::new(other_ids);
     listing.prefix = Arc::from(head.prefix);
     listing.loaded = keys.map(|keys| Arc::new(keys.iter().cloned().collect()));
-    let inlined_keys = read_files(conn, postgres, &files, &mut listing, &Take::Held)?;
+    let inlined_keys = read_files(conn, postgres, spec, &files, &mut listing, &Take::Held)?;
     listing.inlined_tables = Arc::new(inlined_tables);
     listing.inlined = parse_keys(inlined_keys);
     listing.inlined_deletes = Arc::new(inlined_deletes(
@@ -967,12 +1029,13 @@ impl Take<'_> {
 }
 
 /// Reads the file rows of `sql` (the files statement of [`load_once`]: inlined keys, then a
-/// file's id, path, relativity, spec id, plainness, partition values and delete files) into
-/// `listing`, whose head fields are set; returns the inlined keys. `take` says which rows it
-/// keeps.
+/// file's id, path, relativity, spec id, plainness, whether it is mapped, partition values and
+/// delete files) into `listing` of `spec`'s table, whose head fields are set; returns the
+/// inlined keys. `take` says which rows it keeps.
 fn read_files(
     conn: &Connection,
     postgres: bool,
+    spec: &TableSpec,
     sql: &str,
     listing: &mut Listing,
     take: &Take<'_>,
@@ -987,20 +1050,18 @@ fn read_files(
         let Some(id) = r.get::<_, Option<i64>>(1)? else {
             continue;
         };
-        let partition = partition_of(
-            &listing.layout_ids,
-            r.get(4)?,
-            r.get::<_, Option<String>>(6)?.as_deref(),
-        );
+        let path: String = r.get(2)?;
+        let part = file_part(spec, r.get(6)?, r.get(7)?, &path);
+        let partition = partition_of(&listing.layout_ids, r.get(4)?, part.as_deref());
         if !take.takes(listing, partition.as_ref()) {
             continue;
         }
         let key = partition.as_ref().map(|(k, _)| k.clone());
-        let deletes = delete_files_at(r, 7)?;
+        let deletes = delete_files_at(r, 8)?;
         let relative: bool = r.get(3)?;
         let file = DataFile {
             id,
-            path: under(&listing.prefix, &r.get::<_, String>(2)?, relative),
+            path: under(&listing.prefix, &path, relative),
             day: partition.as_ref().and_then(|(_, d)| *d),
             deletes: deletes
                 .path
@@ -1018,6 +1079,7 @@ fn read_files(
 fn extend(
     conn: &Connection,
     postgres: bool,
+    spec: &TableSpec,
     base: &Listing,
     keys: &[String],
 ) -> duckdb::Result<Listing> {
@@ -1028,7 +1090,7 @@ fn extend(
         by_key: HashMap::new(),
         ..base.clone()
     };
-    read_files(conn, postgres, &files, &mut fresh, &Take::HeldKeys)?;
+    read_files(conn, postgres, spec, &files, &mut fresh, &Take::HeldKeys)?;
     let mut next = base.clone();
     let mut loaded = next.loaded.as_deref().cloned().unwrap_or_default();
     loaded.extend(keys.iter().cloned());
@@ -1045,7 +1107,7 @@ fn files_among(postgres: bool, base: &Listing, ids: &str) -> String {
     format!(
         "SELECT CAST(NULL AS VARCHAR) AS keys, f.* FROM (\
            SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
-             f.mapping_id IS NULL AND f.encryption_key IS NULL AS catalog_plain, \
+             {plain} AS catalog_plain, f.mapping_id IS NOT NULL AS mapped, \
              (SELECT string_agg(p.partition_value, chr(31) ORDER BY p.partition_key_index) \
                FROM {m}ducklake_file_partition_value p \
                WHERE p.table_id = {table} AND p.data_file_id = f.data_file_id) AS part, \
@@ -1055,7 +1117,8 @@ fn files_among(postgres: bool, base: &Listing, ids: &str) -> String {
            WHERE f.table_id = {table} AND {} AND {}) f",
         deletes_join(postgres, &m, table, s),
         live("f", s),
-        file_id_in(postgres, ids)
+        file_id_in(postgres, ids),
+        plain = plain_sql(&m, table, s),
     )
 }
 
@@ -1065,6 +1128,7 @@ fn files_among(postgres: bool, base: &Listing, ids: &str) -> String {
 fn extend_days(
     conn: &Connection,
     postgres: bool,
+    spec: &TableSpec,
     base: &Listing,
     days: &[NaiveDate],
 ) -> duckdb::Result<Listing> {
@@ -1072,7 +1136,14 @@ fn extend_days(
     let files = files_among(postgres, base, &files_of_days_sql(&m, base.table_id, days));
     let wanted: HashSet<NaiveDate> = days.iter().copied().collect();
     let mut next = base.clone();
-    read_files(conn, postgres, &files, &mut next, &Take::Days(&wanted))?;
+    read_files(
+        conn,
+        postgres,
+        spec,
+        &files,
+        &mut next,
+        &Take::Days(&wanted),
+    )?;
     let mut held = (*base.days).clone();
     held.extend(wanted);
     next.days = Arc::new(held);
@@ -1130,7 +1201,11 @@ fn files_of_days_sql(m: &str, table: i64, days: &[NaiveDate]) -> String {
         })
         .collect();
     // Driven by the day of month, the most selective key; the index on (table, key index,
-    // value) finds its rows, the file index the same file's month and year.
+    // value) finds its rows, the file index the same file's month and year. A file
+    // `ducklake_add_data_files` registered has its year, month and day all under key 3
+    // ([`TableSpec::hive_part`]): those holding one of the days of month are taken, a superset
+    // [`read_files`] narrows by the day of their path.
+    let of_month = of_month.join(", ");
     format!(
         "SELECT dd.data_file_id FROM {m}ducklake_file_partition_value dd \
          JOIN {m}ducklake_file_partition_value mo ON mo.data_file_id = dd.data_file_id \
@@ -1138,8 +1213,12 @@ fn files_of_days_sql(m: &str, table: i64, days: &[NaiveDate]) -> String {
          JOIN {m}ducklake_file_partition_value y ON y.data_file_id = dd.data_file_id \
            AND y.table_id = {table} AND y.partition_key_index = 1 \
          WHERE dd.table_id = {table} AND dd.partition_key_index = 3 \
-           AND dd.partition_value IN ({}) AND ({})",
-        of_month.join(", "),
+           AND dd.partition_value IN ({of_month}) AND ({}) \
+         UNION SELECT dd.data_file_id FROM {m}ducklake_file_partition_value dd \
+         JOIN {m}ducklake_data_file a ON a.data_file_id = dd.data_file_id \
+           AND a.mapping_id IS NOT NULL \
+         WHERE dd.table_id = {table} AND dd.partition_key_index = 3 \
+           AND dd.partition_value IN ({of_month})",
         dates.join(" OR ")
     )
 }
@@ -1301,7 +1380,8 @@ fn refresh(
         "SELECT b.kept, b.next_file_id, b.table_live, b.inlined_tables, b.inlined_keys, \
            f.data_file_id, \
            f.path, f.path_is_relative, f.partition_id, f.catalog_plain, f.live, f.part, \
-           f.n, f.max_id, f.del_path, f.del_relative, f.del_plain, b.deletes_exist \
+           f.n, f.max_id, f.del_path, f.del_relative, f.del_plain, b.deletes_exist, f.mapped, \
+           f.dated_back \
          FROM (SELECT \
              EXISTS (SELECT 1 FROM {m}ducklake_snapshot WHERE snapshot_id = {from}) AS kept, \
              (SELECT next_file_id FROM {m}ducklake_snapshot WHERE snapshot_id = {s}) AS next_file_id, \
@@ -1309,8 +1389,8 @@ fn refresh(
                AS table_live, \
              {} AS inlined_tables, {} AS inlined_keys, {} AS deletes_exist) b \
          LEFT JOIN (SELECT f.data_file_id, f.path, f.path_is_relative, f.partition_id, \
-             f.mapping_id IS NULL AND f.encryption_key IS NULL AS catalog_plain, \
-             ({}) AS live, \
+             {plain} AS catalog_plain, f.mapping_id IS NOT NULL AS mapped, \
+             ({}) AS live, f.begin_snapshot <= {from} AS dated_back, \
              (SELECT string_agg(p.partition_value, chr(31) ORDER BY p.partition_key_index) \
                FROM {m}ducklake_file_partition_value p \
                WHERE p.table_id = {table} AND p.data_file_id = f.data_file_id) AS part, \
@@ -1330,6 +1410,7 @@ fn refresh(
         live("f", s),
         changed("c", from, s),
         changed("c", from, s),
+        plain = plain_sql(&m, table, s),
         );
         format!("SELECT * FROM {}", in_catalog(postgres, &sql))
     };
@@ -1367,6 +1448,8 @@ fn refresh(
                 catalog_plain: r.get(9)?,
                 live: r.get(10)?,
                 part: r.get(11)?,
+                mapped: r.get::<_, Option<bool>>(18)?.unwrap_or(false),
+                dated_back: r.get::<_, Option<bool>>(19)?.unwrap_or(false),
                 deletes: delete_files_at(r, 12)?,
             });
         }
@@ -1396,6 +1479,10 @@ fn refresh(
             next.inlined = keys;
         }
     }
+    // Keys with a file written since the base but dated back to before it: a flush's or a
+    // merge's. A merge removes its source files' catalog rows outright (their rows live on in
+    // the merged file, each with its own snapshot), so no changed row says they went.
+    let mut merged: HashSet<Option<String>> = HashSet::new();
     for Changed {
         id,
         path,
@@ -1404,12 +1491,15 @@ fn refresh(
         catalog_plain,
         live,
         part,
+        mapped,
+        dated_back,
         deletes,
     } in files
     {
         if partition_id.is_some_and(|p| !next.layout_ids.contains(&p)) {
             return Ok(None);
         }
+        let part = file_part(spec, mapped, part, path.as_deref().unwrap_or_default());
         let partition = partition_of(&next.layout_ids, partition_id, part.as_deref());
         let day = partition.as_ref().and_then(|(_, d)| *d);
         let key = partition.map(|(k, _)| k);
@@ -1422,6 +1512,9 @@ fn refresh(
         next.group_mut(key.clone()).retain(|f| f.id != id);
         if live != Some(true) {
             continue;
+        }
+        if dated_back && id >= base.next_file_id {
+            merged.insert(key.clone());
         }
         let (Some(path), Some(relative)) = (path, relative) else {
             return Ok(None);
@@ -1443,9 +1536,52 @@ fn refresh(
             },
         );
     }
+    drop_gone(conn, postgres, &mut next, &merged, base.next_file_id)?;
     next.by_key.retain(|_, files| !files.is_empty());
     next.inlined_deletes = Arc::new(inlined_deletes(conn, postgres, table, s, deletes_exist)?);
     Ok(Some(next))
+}
+
+/// Drops from `next` the files of `keys` older than `next_file_id` (those its base held)
+/// that are no longer live at its snapshot: one catalog statement, when a refresh saw a flush
+/// or merge land in those keys.
+fn drop_gone(
+    conn: &Connection,
+    postgres: bool,
+    next: &mut Listing,
+    keys: &HashSet<Option<String>>,
+    next_file_id: i64,
+) -> duckdb::Result<()> {
+    let held: Vec<i64> = keys
+        .iter()
+        .filter_map(|key| match key {
+            Some(k) => next.by_key.get(k),
+            None => Some(&next.unpartitioned),
+        })
+        .flat_map(|files| files.iter().map(|f| f.id))
+        .filter(|id| *id < next_file_id)
+        .collect();
+    if held.is_empty() {
+        return Ok(());
+    }
+    let m = catalog_prefix(postgres);
+    let ids: Vec<String> = held.iter().map(i64::to_string).collect();
+    let sql = format!(
+        "SELECT f.data_file_id FROM {m}ducklake_data_file f \
+         WHERE f.table_id = {} AND f.data_file_id IN ({}) AND {}",
+        next.table_id,
+        ids.join(", "),
+        live("f", next.snapshot)
+    );
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {}", in_catalog(postgres, &sql)))?;
+    let live: HashSet<i64> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<duckdb::Result<_>>()?;
+    for key in keys {
+        next.group_mut(key.clone())
+            .retain(|f| f.id >= next_file_id || live.contains(&f.id));
+    }
+    Ok(())
 }
 
 /// The join giving each data file `f` of `table` its live delete files at `s` as
@@ -1478,6 +1614,10 @@ struct Changed {
     partition_id: Option<i64>,
     catalog_plain: Option<bool>,
     live: Option<bool>,
+    /// Registered by `ducklake_add_data_files`: its partition values are its path's.
+    mapped: bool,
+    /// Its `begin_snapshot` is at or before the base's snapshot.
+    dated_back: bool,
     part: Option<String>,
     deletes: DeleteFiles,
 }
@@ -1583,6 +1723,16 @@ fn inlined(
         r.get(0)
     })?;
     Ok(Some((names, parse_keys(keys))))
+}
+
+/// A file's partition values joined by [`SEP`]: the catalog's (`part`), or for a `mapped`
+/// file (one `ducklake_add_data_files` registered) those of its path ([`TableSpec::hive_part`]).
+fn file_part(spec: &TableSpec, mapped: bool, part: Option<String>, path: &str) -> Option<String> {
+    if mapped {
+        spec.hive_part(path)
+    } else {
+        part
+    }
 }
 
 /// A file's partition: its spec is the table's layout and its values parse.
@@ -1992,9 +2142,70 @@ mod tests {
             .filter(|k| !keys.contains(k))
             .cloned()
             .collect();
-        let extended = extend(conn, postgres, &moved, &others).unwrap();
+        let extended = extend(conn, postgres, &SIGNALS, &moved, &others).unwrap();
         assert_eq!(rows(&extended), rows(&loaded), "{stage}: extended");
         (refreshed, moved)
+    }
+
+    /// Writes one Parquet file per `(subject, day)` of `rows` (24 hourly rows of the test
+    /// table's columns) into the table's partition directory under `prefix` and registers them
+    /// in one `ducklake_add_data_files` call, as the materializer's own writer does. Returns
+    /// their paths.
+    fn add_files(conn: &Connection, prefix: &str, rows: &[(&str, &str)]) -> Vec<String> {
+        let paths: Vec<String> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (subject, day))| {
+                let bucket = subject.len() as i32 * 7 + i32::from(subject.as_bytes()[6]);
+                let date = NaiveDate::parse_from_str(day, "%Y-%m-%d").unwrap();
+                let dir = format!(
+                    "{prefix}subject_bucket={bucket}/year={}/month={}/day={}",
+                    date.year(),
+                    date.month(),
+                    date.day()
+                );
+                std::fs::create_dir_all(&dir).unwrap();
+                let path = format!("{dir}/dq-test-{i}.parquet");
+                conn.execute_batch(&format!(
+                    "COPY (SELECT '{subject}' AS subject, {bucket} AS subject_bucket, \
+                       '{day}'::TIMESTAMPTZ + INTERVAL (h) HOUR AS \"timestamp\", \
+                       h::DOUBLE + 0.5 AS value_number FROM range(24) r(h)) \
+                     TO '{path}' (FORMAT parquet)"
+                ))
+                .unwrap();
+                path
+            })
+            .collect();
+        let list: Vec<String> = paths.iter().map(|p| quote(p)).collect();
+        conn.execute_batch(&format!(
+            "CALL ducklake_add_data_files('lake', 'signals', [{}])",
+            list.join(", ")
+        ))
+        .unwrap();
+        paths
+    }
+
+    /// A direct read of `key` through `l` answers as the DuckLake scan at `l`'s snapshot.
+    fn assert_reads_as_ducklake(conn: &Connection, l: &Listing, key: &str) {
+        let files = l
+            .select(Some(&[key.to_owned()]), i64::MIN, i64::MAX)
+            .unwrap_or_else(|| panic!("bucket {key} is read directly: {:?}", rows(l)));
+        let rows_of = |relation: &str| -> Vec<(String, i64, f64)> {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT subject, epoch_us(\"timestamp\"), value_number FROM {relation} \
+                     WHERE subject_bucket = {key} ORDER BY ALL"
+                ))
+                .unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let direct = rows_of(&l.relation(&SIGNALS, &files));
+        let scan = rows_of(&format!("lake.signals AT (VERSION => {})", l.snapshot));
+        assert!(!scan.is_empty(), "bucket {key} has rows");
+        assert_eq!(direct, scan, "bucket {key}");
     }
 
     /// Every data file of `l` with its delete file, resolved, as DuckLake's own listing of that
@@ -2085,6 +2296,40 @@ mod tests {
             rows(&base),
             rows(&load(conn, postgres, &SIGNALS, base.snapshot, None).unwrap())
         );
+
+        // Files the materializer's own writer makes: written into the table's partition
+        // directories and registered with `ducklake_add_data_files`. DuckLake maps them by
+        // name and misfiles their day's partition values; the listing takes their days from
+        // their paths and reads them directly.
+        let added = add_files(
+            conn,
+            &l.prefix,
+            &[("did:a:1", "2025-06-02"), ("did:a:2", "2025-06-07")],
+        );
+        let (l, p) = refreshed_as_loaded(conn, postgres, (&l, &p), "added files");
+        let listed: Vec<&DataFile> = l
+            .by_key
+            .values()
+            .flat_map(|files| files.iter())
+            .filter(|f| added.contains(&f.path))
+            .collect();
+        assert_eq!(listed.len(), added.len(), "{:?}", rows(&l));
+        assert!(listed.iter().all(|f| f.plain), "{listed:?}");
+        let mut days: Vec<String> = listed.iter().map(|f| format!("{:?}", f.day)).collect();
+        days.sort();
+        assert_eq!(days, ["Some(2025-06-02)", "Some(2025-06-07)"]);
+        for key in ["98", "99"] {
+            assert_reads_as_ducklake(conn, &l, key);
+        }
+
+        // din's merge of files the listing holds: DuckLake removes the sources' catalog rows.
+        insert(conn, &subjects[..2], "2025-06-02", 24);
+        conn.execute_batch("CALL ducklake_merge_adjacent_files('lake')")
+            .unwrap();
+        let (l, p) = refreshed_as_loaded(conn, postgres, (&l, &p), "merged");
+        for key in ["98", "99"] {
+            assert_reads_as_ducklake(conn, &l, key);
+        }
 
         insert(conn, &subjects[2..3], "2025-06-03", 2);
         let (l, p) = refreshed_as_loaded(conn, postgres, (&l, &p), "inlined rows");
@@ -2211,7 +2456,7 @@ mod tests {
         let june = |d| NaiveDate::from_ymd_opt(2025, 6, d).unwrap();
         let day1 = (us(2025, 6, 1, 0), us(2025, 6, 2, 0));
         let head = load(conn, postgres, &RAW, base.snapshot, Some(&[])).unwrap();
-        let by_day = extend_days(conn, postgres, &head, &[june(2)]).unwrap();
+        let by_day = extend_days(conn, postgres, &RAW, &head, &[june(2)]).unwrap();
         assert_eq!(rows(&by_day), rows(&of_days(&base, &[june(2)])));
         assert_eq!(by_day.file_count(), 2, "{:?}", rows(&by_day));
         assert_eq!(
@@ -2225,12 +2470,12 @@ mod tests {
         assert!(by_day.select(None, day1.0, day2.1).is_none());
         assert!(by_day.select(Some(&status), day2.0, day2.1).is_none());
         // Beside a type held whole, only the other types' files of the day are read.
-        let both = extend_days(conn, postgres, &partial, &[june(2)]).unwrap();
+        let both = extend_days(conn, postgres, &RAW, &partial, &[june(2)]).unwrap();
         assert_eq!(both.file_count(), 3, "{:?}", rows(&both));
         assert_eq!(both.select(None, day2.0, day2.1).unwrap().len(), 2);
         assert_eq!(both.select(Some(&status), day1.0, day2.1).unwrap().len(), 2);
         // A key extension of a listing read by day holds that key's files once.
-        let keyed = extend(conn, postgres, &by_day, &status).unwrap();
+        let keyed = extend(conn, postgres, &RAW, &by_day, &status).unwrap();
         assert_eq!(rows(&keyed), rows(&both));
 
         // Through the engine's cache: the first read of every type over one day reads the
