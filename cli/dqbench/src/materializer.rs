@@ -4,10 +4,10 @@
 //! - raw floor: `INSERT INTO … SELECT * FROM lake.raw_events` (DuckDB copying the same raw rows,
 //!   no decoding), the most a writer of these rows could reach;
 //! - decoded floor: `INSERT INTO … SELECT * FROM lake.signals` (writing the decoded rows alone);
-//! - own-writer floor: the same decoded rows split by partition, sorted by the table's sort key
-//!   and written as Parquet by arrow-rs on every core, no DuckDB and no catalog — the write
-//!   issue 20 proposes (`ducklake_add_data_files` registering the project's own files) before
-//!   its registration;
+//! - own-writer floor: the same decoded rows encoded by the materializer's own writer
+//!   (`dq_materialize::own_writer`: split by partition, sorted by the table's sort key, Parquet
+//!   by arrow-rs on every core) and written to local files, no DuckDB and no catalog — the
+//!   windows' write before its registration;
 //! - registration floor: those files (in hive paths, as the table's partitioning requires)
 //!   registered with one `ducklake_add_data_files` call in one transaction into an empty copy of
 //!   `lake.signals`, as a list of paths and as one glob, per file; with the number of files the
@@ -192,9 +192,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          snapshots, default windows), timed wall-clock from the first read of the change feed to the last cursor commit. \
          The floors run on the same lake in the same run: the raw floor copies the same raw rows with one \
          `INSERT … SELECT`, the decoded-rows floor writes the decoded signal rows with one `INSERT … SELECT`, \
-         the own-writer floor writes up to {OWN_WRITER_ROWS} of them (read into Arrow first, untimed) as Parquet \
-         with arrow-rs — split by bucket and day, sorted by subject and time, snappy, one file per partition, \
-         partitions spread over every core — the write issue 20 proposes, and the registration floor registers \
+         the own-writer floor writes up to {OWN_WRITER_ROWS} of them (read back first, untimed) with the \
+         materializer's own writer (`dq_materialize::own_writer`: arrow-rs Parquet split by bucket and day, \
+         sorted by subject and time, snappy, one file per partition, partitions spread over every core; the \
+         drain's windows write their new signal rows this way and register them), and the registration floor registers \
          those files (in hive paths `subject_bucket=…/year=…/month=…/day=…/`, which DuckLake requires of a file \
          added to a partitioned table) into an empty copy of `lake.signals` with one `ducklake_add_data_files` \
          call and its COMMIT, once as a list of the paths and once as one glob matching exactly them, each part \
@@ -253,98 +254,27 @@ fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
 const OWN_WRITER_ROWS: u64 = 3_000_000;
 
 /// The own-writer floor (module docs): the first [`OWN_WRITER_ROWS`] rows of `lake.signals` read
-/// into Arrow (untimed), then timed: grouped by `subject_bucket` and UTC day (the table's
-/// partition), each group sorted by `subject, "timestamp"` (its sort key) and written as one
-/// snappy Parquet file in its hive path, the groups spread over every core. Then, timed apart,
-/// the registration of those files ([`register_time`]).
+/// back as decoded rows (untimed), then timed: encoded by the materializer's own writer
+/// (`dq_materialize::own_writer::encode`: one snappy Parquet file per `subject_bucket` and UTC
+/// day, sorted by `subject, "timestamp"`, on every core) and written into their hive paths.
+/// Then, timed apart, the registration of those files ([`register_time`]).
 fn own_writer_time(lake: &Lake) -> anyhow::Result<OwnWriter> {
-    use duckdb::arrow::array::{Array, Int32Array, StringArray, TimestampMicrosecondArray};
-    use duckdb::arrow::compute::{concat_batches, take};
-    use duckdb::arrow::record_batch::RecordBatch;
-    use std::collections::HashMap;
-
-    let conn = lake.connect()?;
-    let mut stmt = conn.prepare(&format!(
-        "SELECT * FROM lake.signals LIMIT {OWN_WRITER_ROWS}"
-    ))?;
-    let batches: Vec<RecordBatch> = stmt.query_arrow([])?.collect();
-    let Some(first) = batches.first() else {
-        return Ok(OwnWriter {
-            write: Rate {
-                rows: 0,
-                took: Duration::ZERO,
-            },
-            files: 0,
-            register_list: Registration::default(),
-            register_glob: Registration::default(),
-        });
-    };
-    let schema = first.schema();
-    let all = concat_batches(&schema, &batches)?;
-    drop(batches);
+    let rows = signal_rows(lake)?;
     let dir = tempfile::tempdir()?;
-    let column = |name: &str| {
-        all.column_by_name(name)
-            .with_context(|| format!("lake.signals has no {name}"))
-    };
     let started = Instant::now();
-    let subjects = column("subject")?
-        .as_any()
-        .downcast_ref::<StringArray>()
-        .context("subject is not a string column")?;
-    let buckets = column("subject_bucket")?
-        .as_any()
-        .downcast_ref::<Int32Array>()
-        .context("subject_bucket is not an INTEGER column")?;
-    let times = column("timestamp")?
-        .as_any()
-        .downcast_ref::<TimestampMicrosecondArray>()
-        .context("timestamp is not a µs timestamp column")?;
-    let mut groups: HashMap<(i32, i64), Vec<u32>> = HashMap::new();
-    for i in 0..all.num_rows() {
-        let day = times.value(i).div_euclid(86_400_000_000);
-        groups
-            .entry((buckets.value(i), day))
-            .or_default()
-            .push(i as u32);
-    }
-    let mut groups: Vec<((i32, i64), Vec<u32>)> = groups.into_iter().collect();
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_compression(parquet::basic::Compression::SNAPPY)
-        .build();
-    let (all, out) = (&all, dir.path());
-    let written = crate::cores::on_every_core(&mut groups, |w, part| {
-        let mut written = Vec::with_capacity(part.len());
-        for (g, ((bucket, day), rows)) in part.iter_mut().enumerate() {
-            rows.sort_unstable_by(|&a, &b| {
-                let (a, b) = (a as usize, b as usize);
-                subjects
-                    .value(a)
-                    .cmp(subjects.value(b))
-                    .then(times.value(a).cmp(&times.value(b)))
-            });
-            let indices = duckdb::arrow::array::UInt32Array::from(std::mem::take(rows));
-            let columns = all
-                .columns()
-                .iter()
-                .map(|c| take(c.as_ref(), &indices, None))
-                .collect::<Result<Vec<_>, _>>()?;
-            let sorted = RecordBatch::try_new(all.schema(), columns)?;
-            let path = out.join(hive_dir(*bucket, *day)?);
-            std::fs::create_dir_all(&path)?;
-            let path = path.join(format!("{w}-{g}.parquet"));
-            let file = std::fs::File::create(&path)?;
-            let mut writer =
-                parquet::arrow::ArrowWriter::try_new(file, all.schema(), Some(props.clone()))?;
-            writer.write(&sorted)?;
-            writer.close()?;
-            written.push(path.to_string_lossy().into_owned());
+    let all: Vec<u32> = (0..rows.len() as u32).collect();
+    let encoded = dq_materialize::own_writer::encode(&rows, &all)?;
+    let mut paths = Vec::with_capacity(encoded.len());
+    for file in encoded {
+        let path = dir.path().join(&file.relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
         }
-        Ok(written)
-    })?;
-    let paths: Vec<String> = written.into_iter().flatten().collect();
+        std::fs::write(&path, &file.bytes)?;
+        paths.push(path.to_string_lossy().into_owned());
+    }
     let write = Rate {
-        rows: all.num_rows() as u64,
+        rows: rows.len() as u64,
         took: started.elapsed(),
     };
     let files = paths.len() as u64;
@@ -357,19 +287,92 @@ fn own_writer_time(lake: &Lake) -> anyhow::Result<OwnWriter> {
     })
 }
 
-/// `subject_bucket=…/year=…/month=…/day=…`: where DuckLake takes an added file's partition
-/// values from (a file of a partitioned table elsewhere is refused).
-fn hive_dir(bucket: i32, day: i64) -> anyhow::Result<String> {
-    use chrono::Datelike;
-    let date = chrono::DateTime::from_timestamp(day * 86_400, 0)
-        .with_context(|| format!("day {day} out of range"))?
-        .date_naive();
-    Ok(format!(
-        "subject_bucket={bucket}/year={}/month={}/day={}",
-        date.year(),
-        date.month(),
-        date.day()
-    ))
+/// The first [`OWN_WRITER_ROWS`] rows of `lake.signals` as decoded rows, their repeated strings
+/// shared as decode shares them.
+fn signal_rows(lake: &Lake) -> anyhow::Result<Vec<dq_decode::rows::SignalRow>> {
+    use duckdb::arrow::array::{Array, AsArray, Float64Array, Int32Array};
+    use duckdb::arrow::datatypes::TimestampMicrosecondType;
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    let conn = lake.connect()?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT * FROM lake.signals LIMIT {OWN_WRITER_ROWS}"
+    ))?;
+    let mut shared: HashMap<String, Arc<str>> = HashMap::new();
+    let mut intern = |s: &str| -> Arc<str> {
+        shared
+            .entry(s.to_owned())
+            .or_insert_with(|| Arc::from(s))
+            .clone()
+    };
+    let mut rows = Vec::new();
+    for batch in stmt.query_arrow([])? {
+        let col = |name: &str| {
+            batch
+                .column_by_name(name)
+                .cloned()
+                .with_context(|| format!("lake.signals has no {name}"))
+        };
+        let text = |name: &str| -> anyhow::Result<Vec<String>> {
+            Ok(col(name)?
+                .as_string_opt::<i32>()
+                .with_context(|| format!("{name} is not a string column"))?
+                .iter()
+                .map(|v| v.unwrap_or_default().to_owned())
+                .collect())
+        };
+        let float = |name: &str| -> anyhow::Result<Float64Array> {
+            col(name)?
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .cloned()
+                .with_context(|| format!("{name} is not a DOUBLE column"))
+        };
+        let (subject, name, source, producer, ceid, string) = (
+            text("subject")?,
+            text("name")?,
+            text("source")?,
+            text("producer")?,
+            text("cloud_event_id")?,
+            text("value_string")?,
+        );
+        let bucket = col("subject_bucket")?;
+        let bucket = bucket
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .context("subject_bucket is not an INTEGER column")?;
+        let ts = col("timestamp")?;
+        let ts = ts
+            .as_primitive_opt::<TimestampMicrosecondType>()
+            .context("timestamp is not a µs timestamp column")?;
+        let (num, lat, lon, hdop, heading) = (
+            float("value_number")?,
+            float("loc_lat")?,
+            float("loc_lon")?,
+            float("loc_hdop")?,
+            float("loc_heading")?,
+        );
+        for i in 0..batch.num_rows() {
+            rows.push(dq_decode::rows::SignalRow {
+                subject: intern(&subject[i]),
+                subject_bucket: bucket.value(i),
+                name: name[i].clone().into(),
+                timestamp: chrono::DateTime::from_timestamp_micros(ts.value(i))
+                    .context("timestamp out of range")?,
+                source: intern(&source[i]),
+                producer: intern(&producer[i]),
+                cloud_event_id: intern(&ceid[i]),
+                value_number: num.value(i),
+                value_string: string[i].clone(),
+                loc_lat: lat.value(i),
+                loc_lon: lon.value(i),
+                loc_hdop: hdop.value(i),
+                loc_heading: heading.value(i),
+            });
+        }
+    }
+    Ok(rows)
 }
 
 /// Registers the Parquet files at `paths`, all under `dir` and `rows` rows in all, into empty

@@ -1,6 +1,7 @@
 //! The blob store din externalizes large payloads to, read and written by dq: object keys
 //! `<prefix><subject>/<yyyy>/<mm>/<dd>/<uuid>` in an S3 bucket or under a local root, optionally
-//! sealed with DBE1 as din writes them.
+//! sealed with DBE1 as din writes them. The same store, unsealed over the lake's data path, is
+//! where the materializer puts the Parquet files it writes itself.
 //!
 //! Not here: deciding *whether* to externalize (the din simulator does) or what a payload means.
 //!
@@ -467,6 +468,35 @@ impl BlobStore {
                     failure: Box::new(S3Failure::from_sdk("PutObject", &e)),
                 })
             }
+        }
+    }
+
+    /// Removes the object under `key`; one that is not there is no error.
+    ///
+    /// # Errors
+    /// [`BlobError::InvalidKey`]; [`BlobError::Transient`] or [`BlobError::S3`] when the store
+    /// refused.
+    pub async fn delete(&self, key: &str) -> Result<()> {
+        validate_key(key)?;
+        match &self.backend {
+            Backend::Local(root) => match tokio::fs::remove_file(root.join(key)).await {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BlobError::Transient {
+                    key: key.to_owned(),
+                    message: e.to_string(),
+                }),
+                _ => Ok(()),
+            },
+            Backend::S3 { client, bucket, .. } => client
+                .delete_object()
+                .bucket(bucket)
+                .key(key)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| BlobError::S3 {
+                    key: key.to_owned(),
+                    failure: Box::new(S3Failure::from_sdk("DeleteObject", &e)),
+                }),
         }
     }
 

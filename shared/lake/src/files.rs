@@ -1257,6 +1257,41 @@ struct Head {
     specs: Option<String>,
 }
 
+/// Where the live table `main.<name>` keeps its files (its path under its schema's under the
+/// data path, each as the catalog marks it relative), ending in `/`; `None` when there is no
+/// such table. Writers put files into it that `ducklake_add_data_files` registers.
+///
+/// # Errors
+/// The catalog could not be read.
+pub fn table_path(conn: &Connection, postgres: bool, name: &str) -> duckdb::Result<Option<String>> {
+    let m = catalog_prefix(postgres);
+    let sql = format!(
+        "SELECT sc.path AS schema_path, sc.path_is_relative AS schema_relative, \
+           t.path, t.path_is_relative \
+         FROM {m}ducklake_table t JOIN {m}ducklake_schema sc ON sc.schema_id = t.schema_id \
+         WHERE sc.schema_name = 'main' AND t.table_name = {} \
+           AND t.end_snapshot IS NULL AND sc.end_snapshot IS NULL",
+        quote(name)
+    );
+    conn.query_row(
+        &format!(
+            "SELECT (SELECT data_path FROM ducklake_settings('{LAKE}')), h.* FROM {} h",
+            in_catalog(postgres, &sql)
+        ),
+        [],
+        |r| {
+            let data_path: String = r.get(0)?;
+            let schema = under(&data_path, &r.get::<_, String>(1)?, r.get(2)?);
+            Ok(under(&schema, &r.get::<_, String>(3)?, r.get(4)?))
+        },
+    )
+    .map(Some)
+    .or_else(|e| match e {
+        duckdb::Error::QueryReturnedNoRows => Ok(None),
+        e => Err(e),
+    })
+}
+
 /// `path` as DuckLake resolves it: under `base` when the catalog marks it relative.
 fn under(base: &str, path: &str, relative: bool) -> String {
     if relative {

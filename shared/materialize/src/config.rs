@@ -33,6 +33,10 @@ pub use dq_config::registry::{DIMO_REGISTRY_CHAIN_ID, VEHICLE_NFT_ADDRESS};
 pub const MATERIALIZER_BLOB_ACCESS_ATTEMPTS: &str = "MATERIALIZER_BLOB_ACCESS_ATTEMPTS";
 /// Print CloudWatch EMF metric lines on stdout (dq; default true).
 pub const MATERIALIZER_EMF: &str = "MATERIALIZER_EMF";
+/// Write new `lake.signals` rows as Parquet files of dq's own and register them, instead of
+/// DuckDB's INSERT (dq; default true; an encrypted lake always INSERTs:
+/// [`crate::own_writer`]).
+pub const MATERIALIZER_OWN_WRITER: &str = "MATERIALIZER_OWN_WRITER";
 /// This materializer's shard index, `0..MATERIALIZER_SHARD_COUNT` (dq; default 0; [`Shard`]).
 pub const MATERIALIZER_SHARD_INDEX: &str = "MATERIALIZER_SHARD_INDEX";
 /// Shards splitting the subject buckets between materializers, 1..=256 (dq; default 1: one
@@ -65,6 +69,8 @@ pub struct Config {
     pub blob_access_attempts: usize,
     /// Emit EMF lines.
     pub emf: bool,
+    /// Write new signal rows with the own writer ([`MATERIALIZER_OWN_WRITER`]).
+    pub own_writer: bool,
     /// The buckets this materializer decodes.
     pub shard: Shard,
 }
@@ -82,6 +88,7 @@ impl Default for Config {
             gate: VehicleGate::DISABLED,
             blob_access_attempts: 5,
             emf: true,
+            own_writer: true,
             shard: Shard::ALL,
         }
     }
@@ -115,6 +122,7 @@ impl Config {
             .filter(|d| !d.is_zero());
         cfg.drain = s.bool(MATERIALIZER_DRAIN, cfg.drain);
         cfg.emf = s.bool(MATERIALIZER_EMF, cfg.emf);
+        cfg.own_writer = s.bool(MATERIALIZER_OWN_WRITER, cfg.own_writer);
         let mut size = |key: &str, slot: &mut usize| {
             let n = s.parsed(key, |v| {
                 v.parse::<usize>()
@@ -197,6 +205,12 @@ mod tests {
         assert!(env(&[(MATERIALIZER_DRAIN, "TRUE")]).unwrap().drain);
         assert!(!env(&[(MATERIALIZER_EMF, "off")]).unwrap().emf);
         assert!(!env(&[(MATERIALIZER_EMF, "0")]).unwrap().emf);
+        assert!(env(&[]).unwrap().own_writer);
+        assert!(
+            !env(&[(MATERIALIZER_OWN_WRITER, "false")])
+                .unwrap()
+                .own_writer
+        );
         let err = env(&[(MATERIALIZER_DRAIN, "maybe")])
             .unwrap_err()
             .to_string();

@@ -11,6 +11,9 @@ pub enum Error {
     /// A blob fetch failed in a way a retry may clear; the pass aborts so the same delta is retried.
     #[error("transient blob store failure, pass aborted: {0}")]
     TransientBlob(#[source] dq_blob::BlobError),
+    /// Writing or removing a Parquet file of the own writer failed; the window did not commit.
+    #[error("own writer's data file: {0}")]
+    DataFile(#[source] dq_blob::BlobError),
     /// A row references a blob but no blob store is configured (`BLOB_BUCKET`).
     #[error("row `{id}` references a blob but BLOB_BUCKET is not set")]
     NoBlobStore {
@@ -55,7 +58,7 @@ impl Error {
         match self {
             Error::Config(_) | Error::NoBlobStore { .. } => "config",
             Error::Lake(_) | Error::Arrow { .. } | Error::BadCursor { .. } => "catalog",
-            Error::TransientBlob(_) => "transient",
+            Error::TransientBlob(_) | Error::DataFile(_) => "transient",
             Error::Lease(_) => "lease",
             Error::InvalidRequest { .. } => "request",
         }

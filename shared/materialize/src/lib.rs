@@ -21,6 +21,7 @@
 //! - [`feed`]: change-feed and time-range reads with a total keyset.
 //! - [`resolve`]: extras, blobs (poison vs transient), base64 payloads, tombstones.
 //! - [`write`]: Arrow staging and the window transaction.
+//! - [`own_writer`]: the own writer, a window's new signal rows as Parquet files.
 //! - [`rollup`]: the rollup definitions, per-subject refresh, full rebuild, diff.
 //! - [`shard`]: [`Shard`], the buckets one of several materializers decodes, and its names.
 //! - `pass.rs`: [`Materializer`]: spans, drains, backfill, prune, audit.
@@ -36,6 +37,7 @@ mod error;
 pub mod feed;
 pub mod invoke;
 pub mod metrics;
+pub mod own_writer;
 mod pass;
 pub mod resolve;
 pub mod rollup;

@@ -15,6 +15,7 @@ use tracing::{debug, error, info, instrument, warn};
 
 use crate::config::Config;
 use crate::feed::{self, FeedRow, Keyset, Resume, Source};
+use crate::own_writer::{self, DataFiles};
 use crate::resolve::{self, Voided};
 use crate::shard::Shard;
 use crate::summary::{
@@ -340,6 +341,9 @@ impl MaterializerBuilder {
 pub struct Materializer {
     lake: Lake,
     blobs: Option<Arc<BlobStore>>,
+    /// The own writer's file store, set up at the first window that writes signal rows; `None`
+    /// inside: the writer is off (config, an encrypted lake) and windows INSERT.
+    data_files: tokio::sync::OnceCell<Option<DataFiles>>,
     config: Config,
     clock: Arc<dyn Clock>,
     chunk_rows: usize,
@@ -411,6 +415,7 @@ impl Materializer {
         MaterializerBuilder(Materializer {
             lake,
             blobs: None,
+            data_files: tokio::sync::OnceCell::new(),
             config: Config::default(),
             clock: Arc::new(SystemClock),
             chunk_rows: CHUNK_ROWS,
@@ -675,9 +680,12 @@ impl Materializer {
         };
         match self.decode_span(&span, writer, fence, &mut s).await {
             Ok(()) => {}
-            Err(e @ (Error::TransientBlob(_) | Error::Lease(_) | Error::NoBlobStore { .. })) => {
-                return Err(e)
-            }
+            Err(
+                e @ (Error::TransientBlob(_)
+                | Error::DataFile(_)
+                | Error::Lease(_)
+                | Error::NoBlobStore { .. }),
+            ) => return Err(e),
             Err(e) => {
                 // Classified by retention, never by the error text.
                 match self.position(cur) {
@@ -1005,7 +1013,9 @@ impl Materializer {
 
     /// Stages and writes one window in one transaction: the progress-row CAS (the fence that
     /// makes DuckLake abort one of two concurrent writers at commit), the rows, and the lease
-    /// check as the last step before COMMIT.
+    /// check as the last step before COMMIT. With the own writer the signal rows are written as
+    /// Parquet files first and registered in the transaction; files no commit registered are
+    /// removed again (or, when a failed COMMIT may have landed, left to din's orphan sweep).
     async fn commit_window(
         &self,
         conn: &mut Connection,
@@ -1017,11 +1027,87 @@ impl Materializer {
         let staged = write::stage(&self.lake, conn, plan)?;
         phases.stage_us += micros_since(t0);
         debug!(took_ms = t0.elapsed().as_millis() as u64, "window staged");
+        let files = match self.data_files(conn).await? {
+            Some(files) if !staged.kept.is_empty() => {
+                let t0 = Instant::now();
+                let encoded = own_writer::encode(&plan.signals, &staged.kept)?;
+                let rows = encoded.iter().map(|f| f.rows).sum();
+                let paths = files.put(encoded).await?;
+                phases.write_us += micros_since(t0);
+                debug!(
+                    files = paths.len(),
+                    took_ms = t0.elapsed().as_millis() as u64,
+                    "signal files written"
+                );
+                Some((files, write::Added { paths, rows }))
+            }
+            _ => None,
+        };
+        let mut may_have_landed = false;
+        let result = self
+            .apply_and_commit(
+                conn,
+                plan,
+                &staged,
+                files.as_ref().map(|(_, added)| added),
+                writer,
+                phases,
+                &mut may_have_landed,
+            )
+            .await;
+        if let Some((store, added)) = &files {
+            let registered = match &result {
+                Ok(Commit::Done(applied)) => applied.registered,
+                Ok(Commit::Moved | Commit::Conflict) => false,
+                Err(_) => may_have_landed,
+            };
+            if !registered {
+                store.remove(&added.paths).await;
+            }
+        }
+        result
+    }
+
+    /// The own writer's file store: set up once, `None` when windows INSERT (the writer is
+    /// switched off, the lake is encrypted: added files carry no key, or there is no
+    /// `lake.signals`).
+    async fn data_files(&self, conn: &Connection) -> Result<Option<&DataFiles>> {
+        let lake = self.lake.config();
+        let files = self
+            .data_files
+            .get_or_try_init(|| async {
+                if !self.config.own_writer || lake.encrypted {
+                    return Ok(None);
+                }
+                let path = dq_lake::files::table_path(conn, lake.catalog.is_postgres(), "signals")
+                    .map_err(|e| self.lake.error("find lake.signals' directory", e))?;
+                match path {
+                    Some(path) => DataFiles::open(&path, &lake.s3).await.map(Some),
+                    None => Ok(None),
+                }
+            })
+            .await?;
+        Ok(files.as_ref())
+    }
+
+    /// The window's transaction: its statements, the lease check and COMMIT.
+    /// `may_have_landed` is set when COMMIT failed in a way that may have committed.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply_and_commit(
+        &self,
+        conn: &mut Connection,
+        plan: &WindowPlan,
+        staged: &write::Staged,
+        added: Option<&write::Added>,
+        writer: Writer<'_>,
+        phases: &mut Phases,
+        may_have_landed: &mut bool,
+    ) -> Result<Commit> {
         let t0 = Instant::now();
         let tx = conn
             .transaction()
             .map_err(|e| self.lake.error("begin window", e))?;
-        let applied = write::apply(&self.lake, &tx, plan, &staged);
+        let applied = write::apply(&self.lake, &tx, plan, staged, added);
         phases.write_us += micros_since(t0);
         let applied = match applied {
             Ok(a) => a,
@@ -1068,6 +1154,7 @@ impl Materializer {
                 if err.is_commit_conflict() {
                     return Ok(Commit::Conflict);
                 }
+                *may_have_landed = true;
                 Err(err.into())
             }
         }

@@ -106,6 +106,9 @@ pub struct Applied {
     pub progress_matched: bool,
     /// Microseconds the rollup updates took.
     pub rollup_us: u64,
+    /// The signal rows went in as the own writer's files ([`Added`]), registered in this
+    /// transaction; false: by INSERT, and the files (if any) are not referenced.
+    pub registered: bool,
 }
 
 fn tstz() -> DataType {
@@ -156,6 +159,8 @@ pub struct SignalStage {
     /// with a value of one name at one time). Only these need the read dedup when the window's
     /// rows are folded into the rollup ([`rollup::merge_new_signals`]).
     pub read_key_collisions: BTreeSet<String>,
+    /// The positions in `rows` of the rows staged, in order: the first of each write key.
+    pub kept: Vec<u32>,
 }
 
 /// Splits and deduplicates `rows` into a [`SignalStage`].
@@ -186,7 +191,8 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
     let mut subject_run: Option<(&str, Seen)> = None;
     let mut read_key_collisions = BTreeSet::new();
     let mut next_head = 0u32;
-    for r in rows {
+    let mut kept = Vec::with_capacity(n);
+    for (i, r) in rows.iter().enumerate() {
         let (group_key, row_key) = signal_write_key(r);
         let (_, head, seen) = match &mut current {
             Some(run) if same_head(run.0, r) => run,
@@ -208,6 +214,7 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
         if !seen.insert(row_key) {
             continue;
         }
+        kept.push(i as u32);
         let staged = match &mut subject_run {
             Some((s, staged)) if *s == &*r.subject => staged,
             _ => {
@@ -264,6 +271,7 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
         heads: batch(&head_cols, heads)?,
         values: batch(&value_cols, values)?,
         read_key_collisions,
+        kept,
     })
 }
 
@@ -351,6 +359,18 @@ pub fn event_batch(rows: &[EventRow]) -> Result<RecordBatch> {
 pub struct Staged {
     /// [`SignalStage::read_key_collisions`].
     pub read_key_collisions: BTreeSet<String>,
+    /// [`SignalStage::kept`]: the signal rows staged, as positions in the plan's rows.
+    pub kept: Vec<u32>,
+}
+
+/// The window's signal rows as the own writer's Parquet files, written into the table's
+/// directory ([`crate::own_writer`]), for [`apply`] to register in place of its INSERT.
+#[derive(Debug)]
+pub struct Added {
+    /// The files, as DuckDB names them.
+    pub paths: Vec<String>,
+    /// Rows they hold: every staged row.
+    pub rows: u64,
 }
 
 /// Loads the plan's rows into fresh TEMP staging tables on `conn` (outside the lake
@@ -385,6 +405,7 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<Staged
         let t0 = std::time::Instant::now();
         let staged = signal_stage(&plan.signals)?;
         out.read_key_collisions = staged.read_key_collisions;
+        out.kept = staged.kept;
         let built_ms = t0.elapsed().as_millis() as u64;
         append(lake, conn, STAGE_HEADS, staged.heads)?;
         append(lake, conn, STAGE_VALUES, staged.values)?;
@@ -499,6 +520,26 @@ fn read_key_collisions(lake: &Lake, tx: &Connection) -> Result<BTreeSet<String>>
     Ok(rows)
 }
 
+/// Registers the own writer's files at `paths` with `lake.signals` in the open transaction
+/// `tx`: DuckLake reads each file's footer for its statistics and takes its partition values
+/// from its directories. The paths are the writer's own (the table's directory and generated
+/// names), quoted: duckdb-rs binds no list parameter.
+fn register(lake: &Lake, tx: &Connection, paths: &[String]) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    let list: Vec<String> = paths.iter().map(|p| quote(p)).collect();
+    tx.execute_batch(&format!(
+        "CALL ducklake_add_data_files('lake', 'signals', [{}])",
+        list.join(", ")
+    ))
+    .map_err(|e| lake.error("register the window's signal files", e))?;
+    tracing::debug!(
+        files = paths.len(),
+        took_ms = t0.elapsed().as_millis() as u64,
+        "signal files registered"
+    );
+    Ok(())
+}
+
 /// The progress-row CAS: true when it matched (one row updated).
 pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> Result<bool> {
     let n = match cas.cursor {
@@ -530,8 +571,15 @@ pub(crate) fn swap_progress(lake: &Lake, tx: &Connection, cas: &ProgressCas) -> 
 
 /// Runs the plan's statements on `tx` (an open lake transaction) over its rows as [`stage`]
 /// left them (`staged`); the caller commits. The progress-row CAS runs first: when it matches
-/// nothing, nothing else is written.
-pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan, staged: &Staged) -> Result<Applied> {
+/// nothing, nothing else is written. With `added` (the staged signal rows as files already
+/// written) and nothing at rest to skip, the files are registered instead of INSERTing.
+pub fn apply(
+    lake: &Lake,
+    tx: &Connection,
+    plan: &WindowPlan,
+    staged: &Staged,
+    added: Option<&Added>,
+) -> Result<Applied> {
     let mut applied = Applied {
         progress_matched: true,
         ..Applied::default()
@@ -586,8 +634,10 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan, staged: &Staged) -
     if let Some(r) = range(plan.signals.iter().map(|r| &r.timestamp)) {
         let list = buckets(plan.signals.iter().map(|r| r.subject_bucket));
         // The stage holds one row per write key already (deduplicated in Rust); with nothing at
-        // rest to skip or collide with it is inserted as it is, without a copy.
-        let rows = if signals_at_rest(lake, tx, &list, r)? == 0 {
+        // rest to skip or collide with it is inserted as it is, without a copy, or registered
+        // as the own writer's files of the same rows.
+        let at_rest = signals_at_rest(lake, tx, &list, r)?;
+        let rows = if at_rest == 0 {
             format!("temp.main.{STAGE_SIGNALS}")
         } else {
             exec(
@@ -602,10 +652,17 @@ pub fn apply(lake: &Lake, tx: &Connection, plan: &WindowPlan, staged: &Staged) -
             recompute_signals.extend(read_key_collisions(lake, tx)?);
             NEW_SIGNALS.to_owned()
         };
-        applied.signal_rows = exec(
-            "insert signals",
-            &format!("INSERT INTO lake.signals SELECT * FROM {rows}"),
-        )?;
+        applied.signal_rows = match added.filter(|_| at_rest == 0) {
+            Some(files) => {
+                register(lake, tx, &files.paths)?;
+                applied.registered = true;
+                files.rows
+            }
+            None => exec(
+                "insert signals",
+                &format!("INSERT INTO lake.signals SELECT * FROM {rows}"),
+            )?,
+        };
         new_signals = Some(rows).filter(|_| applied.signal_rows > 0);
     }
     if let Some(r) = range(plan.events.iter().map(|r| &r.timestamp)) {

@@ -6,7 +6,10 @@
 use dq_lake::testing::{Backend, TestLake};
 use dq_lake::{backend_tests, METADATA};
 
-backend_tests!(added_files_follow_the_transaction_and_get_misfiled_partition_values);
+backend_tests!(
+    added_files_follow_the_transaction_and_get_misfiled_partition_values,
+    merges_take_added_files_in_the_tables_own_directories_only
+);
 
 /// Partitioned like `lake.signals` (bucket, then the timestamp's year, month and day).
 const TABLE: &str =
@@ -131,4 +134,93 @@ fn added_files_follow_the_transaction_and_get_misfiled_partition_values(backend:
         "a file outside a hive path was not refused as expected: {refused}"
     );
     assert_eq!(state(), (2000, 1), "the refused file added no rows");
+}
+
+/// Writes 100 rows of bucket 7 on `day` (of November 2026) as the Parquet file `name` in
+/// `dir`'s hive directories, and registers it.
+fn add(conn: &dq_lake::duckdb::Connection, dir: &str, day: u32, name: &str) {
+    let dir = format!("{dir}/subject_bucket=7/year=2026/month=11/day={day}");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = format!("{dir}/{name}");
+    conn.execute_batch(&format!(
+        "COPY (SELECT 7::INTEGER AS subject_bucket, \
+                      TIMESTAMPTZ '2026-11-{day} 12:00:00+00' + to_seconds(i::BIGINT) AS \"timestamp\", \
+                      i::DOUBLE AS v FROM range(100) r(i)) \
+         TO '{file}' (FORMAT parquet); \
+         CALL ducklake_add_data_files('lake', 'added', '{file}');"
+    ))
+    .unwrap();
+}
+
+/// din's `ducklake_merge_adjacent_files` over added files: those in the table's own partition
+/// directories merge (with DuckLake's own files of the partition) into files with correct
+/// partition values, one per day; a partition whose files sit in different directories, the
+/// first outside the table's, makes the merge fail (an internal error). The materializer's own writer writes into the table's
+/// directories for that reason (`dq_materialize::own_writer`).
+fn merges_take_added_files_in_the_tables_own_directories_only(backend: Backend) {
+    let t = TestLake::new(backend);
+    let lake = t.open().unwrap();
+    let conn = lake.conn();
+    conn.execute_batch(TABLE).unwrap();
+    conn.execute_batch(
+        "INSERT INTO lake.added SELECT 7, TIMESTAMPTZ '2026-11-29 01:00:00+00' \
+         + to_seconds(i::BIGINT), -1 FROM range(100) r(i)",
+    )
+    .unwrap();
+    let table = dq_lake::files::table_path(conn, backend == Backend::Postgres, "added")
+        .unwrap()
+        .unwrap();
+    let table = table.trim_end_matches('/');
+    for (day, name) in [(29, "a.parquet"), (29, "b.parquet"), (30, "c.parquet")] {
+        add(conn, table, day, name);
+    }
+    conn.execute_batch("CALL ducklake_merge_adjacent_files('lake')")
+        .unwrap();
+    let mut files = conn
+        .prepare("SELECT data_file FROM ducklake_list_files('lake', 'added') ORDER BY 1")
+        .unwrap();
+    let files: Vec<String> = files
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(files.len(), 2, "one merged file a day: {files:?}");
+    for file in &files {
+        let days: i64 = conn
+            .query_row(
+                &format!("SELECT count(DISTINCT day(\"timestamp\")) FROM read_parquet('{file}')"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(days, 1, "{file} holds one day");
+    }
+    assert_eq!(
+        partition_values(conn, false).len(),
+        8,
+        "the merged files' partition values are DuckLake's own"
+    );
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM lake.added", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 400);
+
+    // A partition whose first file sits outside the table's directories and another inside
+    // them: the merge refuses.
+    add(
+        conn,
+        &t.path("elsewhere").to_string_lossy(),
+        28,
+        "d.parquet",
+    );
+    add(conn, table, 28, "e.parquet");
+    let refused = conn
+        .execute_batch("CALL ducklake_merge_adjacent_files('lake')")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("different hive partition path"),
+        "DuckLake changed how it merges added files of one partition in different \
+         directories: {refused}"
+    );
 }

@@ -11,6 +11,7 @@
 //! - `resume.rs`: spans cut short by the deadline resume after their committed windows.
 //! - `maintenance.rs`: the drain yielding to a waiting maintenance run; chunked prune/backfill.
 //! - `metrics.rs`: the EMF lines of a drain (stage/function dimensions).
+//! - `own_writer.rs`: new signal rows as registered Parquet files (issue 20).
 // Integration-test helpers fail their test by panicking, like the #[test] bodies clippy.toml exempts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::panic, clippy::indexing_slicing)]
@@ -19,6 +20,7 @@ mod e2e;
 mod expiry;
 mod maintenance;
 mod metrics;
+mod own_writer;
 mod parallel;
 mod poison;
 mod renewal;
