@@ -15,14 +15,16 @@
 //! when that cannot be exact, loads the list whole (`load`). The read then scans only the files
 //! of the keys it reads whose day partition meets the window, with `read_parquet`, under the
 //! same SQL. Nothing is cached beyond the snapshot's own metadata, so answers equal the DuckLake
-//! scan's (tests pin it).
+//! scan's (tests pin it). din's merge removes its source files' catalog rows outright, so a
+//! refresh that meets a merge's file asks which of the keys' held files are still live.
 //!
 //! Deleted rows are applied as DuckLake applies them: a file's live delete file (its `pos`
 //! column) and the deletes DuckLake keeps inlined in the catalog
 //! (`ducklake_inlined_delete_<table id>`: file, row position, snapshot), both as row positions
 //! the read skips. Whatever a plain parquet read would not reproduce exactly sends the read back
-//! to the DuckLake scan: a selected file with an encryption key, a column mapping or more than
-//! one live delete file; a data or delete file written after the snapshot (DuckLake dates a
+//! to the DuckLake scan: a selected file with an encryption key, a column mapping other than
+//! every column by its own name (the materializer's own writer's files, whose partition values
+//! come from their paths), or more than one live delete file; a data or delete file written after the snapshot (DuckLake dates a
 //! flushed or merged file back to its rows' snapshots, and such a file can hold rows of later
 //! ones); a key with inlined rows; more than a few files without the table's partition values
 //! (din's backfill). Paths resolve as DuckLake resolves them (data path, schema path, table
