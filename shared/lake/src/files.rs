@@ -1205,8 +1205,9 @@ fn files_of_days_sql(m: &str, table: i64, days: &[NaiveDate]) -> String {
     // Driven by the day of month, the most selective key; the index on (table, key index,
     // value) finds its rows, the file index the same file's month and year. A file
     // `ducklake_add_data_files` registered has its year, month and day all under key 3
-    // ([`TableSpec::hive_part`]): those holding one of the days of month are taken, a superset
-    // [`read_files`] narrows by the day of their path.
+    // ([`TableSpec::hive_part`]): every such file of the table is taken (an index on
+    // (table, mapping) finds them; din's merges soon rewrite them), a superset [`read_files`]
+    // narrows by the day of their path.
     let of_month = of_month.join(", ");
     format!(
         "SELECT dd.data_file_id FROM {m}ducklake_file_partition_value dd \
@@ -1216,11 +1217,8 @@ fn files_of_days_sql(m: &str, table: i64, days: &[NaiveDate]) -> String {
            AND y.table_id = {table} AND y.partition_key_index = 1 \
          WHERE dd.table_id = {table} AND dd.partition_key_index = 3 \
            AND dd.partition_value IN ({of_month}) AND ({}) \
-         UNION SELECT dd.data_file_id FROM {m}ducklake_file_partition_value dd \
-         JOIN {m}ducklake_data_file a ON a.data_file_id = dd.data_file_id \
-           AND a.mapping_id IS NOT NULL \
-         WHERE dd.table_id = {table} AND dd.partition_key_index = 3 \
-           AND dd.partition_value IN ({of_month})",
+         UNION SELECT a.data_file_id FROM {m}ducklake_data_file a \
+         WHERE a.table_id = {table} AND a.mapping_id IS NOT NULL",
         dates.join(" OR ")
     )
 }
@@ -2357,6 +2355,13 @@ mod tests {
         assert_eq!(days, ["Some(2025-06-02)", "Some(2025-06-07)"]);
         for key in ["98", "99"] {
             assert_reads_as_ducklake(conn, &l, key);
+        }
+        // Read by day (as a search of every key reads), an added file is found by its path's day.
+        let head = load(conn, postgres, &SIGNALS, l.snapshot, Some(&[])).unwrap();
+        for day in [2, 7] {
+            let day = [NaiveDate::from_ymd_opt(2025, 6, day).unwrap()];
+            let by_day = extend_days(conn, postgres, &SIGNALS, &head, &day).unwrap();
+            assert_eq!(rows(&by_day), rows(&of_days(&l, &day)), "{day:?}");
         }
 
         // din's merge of files the listing holds: DuckLake removes the sources' catalog rows.

@@ -12,7 +12,7 @@
 use crate::{quote, Lake, Result, METADATA};
 
 /// `(index, table, columns)` created on a PostgreSQL catalog.
-pub const CHANGE_INDEXES: [(&str, &str, &str); 8] = [
+pub const CHANGE_INDEXES: [(&str, &str, &str); 9] = [
     (
         "dq_data_file_begin",
         "ducklake_data_file",
@@ -52,6 +52,13 @@ pub const CHANGE_INDEXES: [(&str, &str, &str); 8] = [
         "dq_data_file_partition",
         "ducklake_data_file",
         "table_id, partition_id",
+    ),
+    // The files `ducklake_add_data_files` registered (a column mapping): a read by day takes
+    // them apart, their day partition values being misfiled (`files`, `files_of_days_sql`).
+    (
+        "dq_data_file_mapping",
+        "ducklake_data_file",
+        "table_id, mapping_id",
     ),
 ];
 
