@@ -20,9 +20,7 @@
 use std::sync::Arc;
 
 use dq_decode::rows::SignalRow;
-use dq_lake::duckdb::arrow::array::{
-    ArrayRef, Float64Builder, Int32Builder, StringBuilder, TimestampMicrosecondBuilder,
-};
+use dq_lake::duckdb::arrow::array::{ArrayRef, Int32Builder, StringBuilder};
 use dq_lake::duckdb::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use dq_lake::duckdb::arrow::record_batch::RecordBatch;
 use dq_tables::schema::SIGNAL_COLUMNS;
@@ -30,6 +28,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use dq_blob::{BlobConfig, BlobError, BlobStore, S3Config};
 
+use crate::write::ValueBuilders;
 use crate::{Error, Result};
 
 /// Microseconds in a UTC day: the day partition of a timestamp.
@@ -256,47 +255,33 @@ fn file(schema: &Arc<Schema>, rows: &[&SignalRow]) -> Result<Vec<u8>> {
     let n = rows.len();
     let mut subject = StringBuilder::with_capacity(n, n * 64);
     let mut bucket = Int32Builder::with_capacity(n);
-    let mut name = StringBuilder::with_capacity(n, n * 24);
-    let mut ts = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
     let mut source = StringBuilder::with_capacity(n, n * 42);
     let mut producer = StringBuilder::with_capacity(n, n * 64);
     let mut ceid = StringBuilder::with_capacity(n, n * 36);
-    let mut num = Float64Builder::with_capacity(n);
-    let mut string = StringBuilder::with_capacity(n, n);
-    let mut lat = Float64Builder::with_capacity(n);
-    let mut lon = Float64Builder::with_capacity(n);
-    let mut hdop = Float64Builder::with_capacity(n);
-    let mut heading = Float64Builder::with_capacity(n);
+    let mut own = ValueBuilders::with_capacity(n);
     for r in rows {
         subject.append_value(&r.subject);
         bucket.append_value(r.subject_bucket);
-        name.append_value(&r.name);
-        ts.append_value(r.timestamp.timestamp_micros());
         source.append_value(&r.source);
         producer.append_value(&r.producer);
         ceid.append_value(&r.cloud_event_id);
-        num.append_value(r.value_number);
-        string.append_value(&r.value_string);
-        lat.append_value(r.loc_lat);
-        lon.append_value(r.loc_lon);
-        hdop.append_value(r.loc_hdop);
-        heading.append_value(r.loc_heading);
+        own.append(r);
     }
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(subject.finish()),
+    let ([name, ts], values) = own.finish();
+    // Table order: subject, subject_bucket, name, timestamp, source, producer, cloud_event_id,
+    // then the value columns (`columns_map_to_arrow` and the batch's schema check it).
+    let columns: Vec<ArrayRef> = [
+        Arc::new(subject.finish()) as ArrayRef,
         Arc::new(bucket.finish()),
-        Arc::new(name.finish()),
-        Arc::new(ts.finish()),
+        name,
+        ts,
         Arc::new(source.finish()),
         Arc::new(producer.finish()),
         Arc::new(ceid.finish()),
-        Arc::new(num.finish()),
-        Arc::new(string.finish()),
-        Arc::new(lat.finish()),
-        Arc::new(lon.finish()),
-        Arc::new(hdop.finish()),
-        Arc::new(heading.finish()),
-    ];
+    ]
+    .into_iter()
+    .chain(values)
+    .collect();
     let arrow = |e: dq_lake::duckdb::arrow::error::ArrowError| Error::Arrow {
         table: "signals",
         message: e.to_string(),

@@ -173,14 +173,7 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
     let mut producer = StringBuilder::new();
     let mut ceid = StringBuilder::new();
     let mut row_head = UInt32Builder::with_capacity(n);
-    let mut name = StringBuilder::with_capacity(n, n * 24);
-    let mut ts = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
-    let mut num = Float64Builder::with_capacity(n);
-    let mut string = StringBuilder::with_capacity(n, n);
-    let mut lat = Float64Builder::with_capacity(n);
-    let mut lon = Float64Builder::with_capacity(n);
-    let mut hdop = Float64Builder::with_capacity(n);
-    let mut heading = Float64Builder::with_capacity(n);
+    let mut own = ValueBuilders::with_capacity(n);
     // Write keys seen, as one small set per (subject_bucket, cloud_event_id): the current run's
     // set is taken out of the map while the run lasts, so a row costs one small-set insert.
     let mut groups: HashMap<(i32, &str), Seen> = HashMap::new();
@@ -229,14 +222,7 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
             read_key_collisions.insert(r.subject.to_string());
         }
         row_head.append_value(*head);
-        name.append_value(&r.name);
-        ts.append_value(r.timestamp.timestamp_micros());
-        num.append_value(r.value_number);
-        string.append_value(&r.value_string);
-        lat.append_value(r.loc_lat);
-        lon.append_value(r.loc_lon);
-        hdop.append_value(r.loc_hdop);
-        heading.append_value(r.loc_heading);
+        own.append(r);
     }
     let heads: Vec<ArrayRef> = vec![
         Arc::new(head_id.finish()),
@@ -246,17 +232,11 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
         Arc::new(producer.finish()),
         Arc::new(ceid.finish()),
     ];
-    let values: Vec<ArrayRef> = vec![
-        Arc::new(row_head.finish()),
-        Arc::new(name.finish()),
-        Arc::new(ts.finish()),
-        Arc::new(num.finish()),
-        Arc::new(string.finish()),
-        Arc::new(lat.finish()),
-        Arc::new(lon.finish()),
-        Arc::new(hdop.finish()),
-        Arc::new(heading.finish()),
-    ];
+    let (keys, value_columns) = own.finish();
+    let values: Vec<ArrayRef> = std::iter::once(Arc::new(row_head.finish()) as ArrayRef)
+        .chain(keys)
+        .chain(value_columns)
+        .collect();
     // Each batch: the head number, then its columns in table order.
     let batch = |cols: &Columns, columns: Vec<ArrayRef>| {
         let names = std::iter::once(HEAD_ID).chain(cols.iter().map(|(n, _)| *n));
@@ -297,6 +277,60 @@ fn stage_columns() -> (Columns, Columns) {
     SIGNAL_COLUMNS
         .iter()
         .partition(|(n, _)| HEAD_COLUMNS.contains(n))
+}
+
+/// Builders of the columns a signal row has of its own, after its event's (`name`,
+/// `timestamp`, then the value columns): shared by staging and the own writer's files.
+pub(crate) struct ValueBuilders {
+    name: StringBuilder,
+    ts: TimestampMicrosecondBuilder,
+    num: Float64Builder,
+    string: StringBuilder,
+    lat: Float64Builder,
+    lon: Float64Builder,
+    hdop: Float64Builder,
+    heading: Float64Builder,
+}
+
+impl ValueBuilders {
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        ValueBuilders {
+            name: StringBuilder::with_capacity(n, n * 24),
+            ts: TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC"),
+            num: Float64Builder::with_capacity(n),
+            string: StringBuilder::with_capacity(n, n),
+            lat: Float64Builder::with_capacity(n),
+            lon: Float64Builder::with_capacity(n),
+            hdop: Float64Builder::with_capacity(n),
+            heading: Float64Builder::with_capacity(n),
+        }
+    }
+
+    pub(crate) fn append(&mut self, r: &SignalRow) {
+        self.name.append_value(&r.name);
+        self.ts.append_value(r.timestamp.timestamp_micros());
+        self.num.append_value(r.value_number);
+        self.string.append_value(&r.value_string);
+        self.lat.append_value(r.loc_lat);
+        self.lon.append_value(r.loc_lon);
+        self.hdop.append_value(r.loc_hdop);
+        self.heading.append_value(r.loc_heading);
+    }
+
+    /// `(name, timestamp)` and the value columns, each in table order.
+    pub(crate) fn finish(mut self) -> ([ArrayRef; 2], [ArrayRef; 6]) {
+        (
+            [Arc::new(self.name.finish()), Arc::new(self.ts.finish())],
+            [
+                Arc::new(self.num.finish()),
+                Arc::new(self.string.finish()),
+                Arc::new(self.lat.finish()),
+                Arc::new(self.lon.finish()),
+                Arc::new(self.hdop.finish()),
+                Arc::new(self.heading.finish()),
+            ],
+        )
+    }
 }
 
 /// The `lake.events` rows as one Arrow batch, columns in table order.
