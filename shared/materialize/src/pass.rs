@@ -852,6 +852,7 @@ impl Materializer {
                         fence = Some(writer.fence);
                     }
                     s.counts.windows += 1;
+                    s.counts.restaged += u64::from(applied.restaged);
                     s.counts.signal_rows += applied.signal_rows;
                     s.counts.event_rows += applied.event_rows;
                     s.counts.deleted_rows += applied.deleted_rows;
@@ -1023,11 +1024,12 @@ impl Materializer {
         writer: Writer<'_>,
         phases: &mut Phases,
     ) -> Result<Commit> {
+        let data_files = self.data_files(conn).await?;
         let t0 = Instant::now();
-        let staged = write::stage(&self.lake, conn, plan)?;
+        let staged = write::stage(&self.lake, conn, plan, data_files.is_some())?;
         phases.stage_us += micros_since(t0);
         debug!(took_ms = t0.elapsed().as_millis() as u64, "window staged");
-        let files = match self.data_files(conn).await? {
+        let files = match data_files {
             Some(files) if !staged.kept.is_empty() => {
                 let t0 = Instant::now();
                 let encoded = own_writer::encode(&plan.signals, &staged.kept)?;
@@ -1044,17 +1046,48 @@ impl Materializer {
             _ => None,
         };
         let mut may_have_landed = false;
-        let result = self
+        let added = files.as_ref().map(|(_, added)| added);
+        let mut result = self
             .apply_and_commit(
                 conn,
                 plan,
                 &staged,
-                files.as_ref().map(|(_, added)| added),
+                added,
                 writer,
                 phases,
                 &mut may_have_landed,
             )
             .await;
+        let restaged = matches!(result, Ok(None));
+        if restaged {
+            // A replay: every row staged, the anti-joined INSERT decides.
+            debug!("window staged again with every row");
+            let t0 = Instant::now();
+            let staged = write::stage(&self.lake, conn, plan, false)?;
+            phases.stage_us += micros_since(t0);
+            result = self
+                .apply_and_commit(
+                    conn,
+                    plan,
+                    &staged,
+                    added,
+                    writer,
+                    phases,
+                    &mut may_have_landed,
+                )
+                .await;
+        }
+        let result = match result {
+            Ok(Some(Commit::Done(applied))) => Ok(Commit::Done(write::Applied {
+                restaged,
+                ..applied
+            })),
+            Ok(Some(other)) => Ok(other),
+            Ok(None) => Err(Error::Config(
+                "a window with every row staged asked to be staged again".into(),
+            )),
+            Err(e) => Err(e),
+        };
         if let Some((store, added)) = &files {
             let registered = match &result {
                 Ok(Commit::Done(applied)) => applied.registered,
@@ -1091,7 +1124,8 @@ impl Materializer {
     }
 
     /// The window's transaction: its statements, the lease check and COMMIT.
-    /// `may_have_landed` is set when COMMIT failed in a way that may have committed.
+    /// `may_have_landed` is set when COMMIT failed in a way that may have committed. None:
+    /// nothing written, the window must be staged with every row ([`write::Applied::restage`]).
     #[allow(clippy::too_many_arguments)]
     async fn apply_and_commit(
         &self,
@@ -1102,7 +1136,7 @@ impl Materializer {
         writer: Writer<'_>,
         phases: &mut Phases,
         may_have_landed: &mut bool,
-    ) -> Result<Commit> {
+    ) -> Result<Option<Commit>> {
         let t0 = Instant::now();
         let tx = conn
             .transaction()
@@ -1111,12 +1145,15 @@ impl Materializer {
         phases.write_us += micros_since(t0);
         let applied = match applied {
             Ok(a) => a,
-            Err(Error::Lake(e)) if e.is_commit_conflict() => return Ok(Commit::Conflict),
+            Err(Error::Lake(e)) if e.is_commit_conflict() => return Ok(Some(Commit::Conflict)),
             Err(e) => return Err(e),
         };
         phases.rollup_us += applied.rollup_us;
         if !applied.progress_matched {
-            return Ok(Commit::Moved); // tx dropped: rolled back
+            return Ok(Some(Commit::Moved)); // tx dropped: rolled back
+        }
+        if applied.restage {
+            return Ok(None); // tx dropped: rolled back
         }
         debug!(took_ms = t0.elapsed().as_millis() as u64, "window applied");
         let t0 = Instant::now();
@@ -1129,7 +1166,7 @@ impl Materializer {
                     took_ms = t0.elapsed().as_millis() as u64,
                     "window committed"
                 );
-                Ok(Commit::Done(applied))
+                Ok(Some(Commit::Done(applied)))
             }
             Err(e) => {
                 let err = self.lake.error("commit window", e);
@@ -1148,11 +1185,11 @@ impl Materializer {
                     };
                     if self.progress_row().ok() == Some(landed) {
                         warn!(to, error = %err, "commit reported an error but the cursor moved; treating as committed");
-                        return Ok(Commit::Done(applied));
+                        return Ok(Some(Commit::Done(applied)));
                     }
                 }
                 if err.is_commit_conflict() {
-                    return Ok(Commit::Conflict);
+                    return Ok(Some(Commit::Conflict));
                 }
                 *may_have_landed = true;
                 Err(err.into())
@@ -1305,6 +1342,7 @@ impl Materializer {
                             *fence = Some(writer.fence);
                         }
                         counts.windows += 1;
+                        counts.restaged += u64::from(a.restaged);
                         counts.signal_rows += a.signal_rows;
                         counts.event_rows += a.event_rows;
                         counts.deleted_rows += a.deleted_rows;

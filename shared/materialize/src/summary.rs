@@ -39,6 +39,9 @@ pub struct Counts {
     /// Window commits DuckLake refused because a concurrent transaction (another shard's
     /// window, din's maintenance) changed the same tables; each was run again.
     pub conflicts: u64,
+    /// Windows that staged only the rows that may be at rest (the own writer's files carrying
+    /// the rest), found one at rest (a replay) and ran again with every row staged.
+    pub restaged: u64,
     /// Signal rows inserted (after the write-key anti-join).
     pub signal_rows: u64,
     /// Event rows inserted.
@@ -74,9 +77,10 @@ pub struct Phases {
     pub resolve_us: u64,
     /// Tombstones at rest for the window's events.
     pub tombstones_us: u64,
-    /// Decoding (pure Rust, one thread).
+    /// Decoding (pure Rust, on every core).
     pub decode_us: u64,
-    /// Decoded rows into the TEMP staging tables (Arrow batches, the appender).
+    /// Decoded rows into the TEMP staging tables (Arrow batches, the appender): every row, or
+    /// with the own writer only the rollup delta and the rows that may be at rest.
     pub stage_us: u64,
     /// The window transaction's statements: progress CAS, voids, anti-join inserts (which write
     /// the Parquet files), rollups.
@@ -126,6 +130,7 @@ impl Counts {
         self.windows += other.windows;
         self.raw_rows += other.raw_rows;
         self.conflicts += other.conflicts;
+        self.restaged += other.restaged;
         self.signal_rows += other.signal_rows;
         self.event_rows += other.event_rows;
         self.decoded_signal_rows += other.decoded_signal_rows;

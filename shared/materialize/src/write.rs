@@ -27,7 +27,9 @@ use crate::feed::{ts_literal, Resume};
 use crate::resolve::Voided;
 use crate::{rollup, Error, Result};
 use dq_tables::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_READ_KEY, SIGNAL_WRITE_KEY};
-use dq_tables::schema::{create_sql, EVENT_COLUMNS, FENCE_COLUMN, RESUME_COLUMN, SIGNAL_COLUMNS};
+use dq_tables::schema::{
+    create_sql, EVENT_COLUMNS, FENCE_COLUMN, RESUME_COLUMN, SIGNALS_LATEST_COLUMNS, SIGNAL_COLUMNS,
+};
 
 /// The staged signal rows in `lake.signals` column order: a view joining
 /// [`STAGE_VALUES`] to [`STAGE_HEADS`] ([`SignalStage`]).
@@ -35,6 +37,8 @@ const STAGE_SIGNALS: &str = "_dq_stage_signals";
 const STAGE_HEADS: &str = "_dq_stage_signal_heads";
 const STAGE_VALUES: &str = "_dq_stage_signal_values";
 const STAGE_EVENTS: &str = "_dq_stage_events";
+/// The window's rollup delta computed in Rust (with the own writer's files, [`Staged::files`]).
+const STAGE_DELTA: &str = "_dq_stage_signals_delta";
 /// The window's signal rows that pass the anti-join, kept to fold them into the rollup (when
 /// some staged rows are already at rest; else the stage itself is the new rows).
 const NEW_SIGNALS: &str = "temp.main._dq_new_signals";
@@ -109,6 +113,11 @@ pub struct Applied {
     /// The signal rows went in as the own writer's files ([`Added`]), registered in this
     /// transaction; false: by INSERT, and the files (if any) are not referenced.
     pub registered: bool,
+    /// Only the rows that may be at rest were staged and one of them is (a replay): nothing was
+    /// written; stage every row and run the window again.
+    pub restage: bool,
+    /// The window ran again with every row staged after a [`Applied::restage`].
+    pub restaged: bool,
 }
 
 fn tstz() -> DataType {
@@ -163,45 +172,50 @@ pub struct SignalStage {
     pub kept: Vec<u32>,
 }
 
-/// Splits and deduplicates `rows` into a [`SignalStage`].
+/// Splits and deduplicates `rows` into a [`SignalStage`] of every row kept.
 pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
-    let n = rows.len();
-    let mut head_id = UInt32Builder::new();
-    let mut subject = StringBuilder::new();
-    let mut bucket = Int32Builder::new();
-    let mut source = StringBuilder::new();
-    let mut producer = StringBuilder::new();
-    let mut ceid = StringBuilder::new();
-    let mut row_head = UInt32Builder::with_capacity(n);
-    let mut own = ValueBuilders::with_capacity(n);
+    let dedup = signal_dedup(rows);
+    let (heads, values) = stage_batches(rows, &dedup.kept)?;
+    Ok(SignalStage {
+        heads,
+        values,
+        read_key_collisions: dedup.read_key_collisions,
+        kept: dedup.kept,
+    })
+}
+
+/// A window's signal rows deduplicated on the write key ([`SignalStage::kept`],
+/// [`SignalStage::read_key_collisions`]).
+pub struct SignalDedup {
+    /// Positions of the first row of each write key, in order.
+    pub kept: Vec<u32>,
+    /// Subjects with two kept rows of one read key.
+    pub read_key_collisions: BTreeSet<String>,
+}
+
+/// Deduplicates `rows` on the write key (first wins) and names the subjects whose kept rows
+/// share a read key.
+pub fn signal_dedup(rows: &[SignalRow]) -> SignalDedup {
     // Write keys seen, as one small set per (subject_bucket, cloud_event_id): the current run's
     // set is taken out of the map while the run lasts, so a row costs one small-set insert.
     let mut groups: HashMap<(i32, &str), Seen> = HashMap::new();
-    let mut current: Option<(&SignalRow, u32, Seen)> = None;
-    // Read keys staged, as one set of (name, timestamp) per subject, taken out of the map the
+    let mut current: Option<(&SignalRow, Seen)> = None;
+    // Read keys kept, as one set of (name, timestamp) per subject, taken out of the map the
     // same way while the subject's run lasts.
     let mut read_keys: HashMap<&str, Seen> = HashMap::new();
     let mut subject_run: Option<(&str, Seen)> = None;
     let mut read_key_collisions = BTreeSet::new();
-    let mut next_head = 0u32;
-    let mut kept = Vec::with_capacity(n);
+    let mut kept = Vec::with_capacity(rows.len());
     for (i, r) in rows.iter().enumerate() {
         let (group_key, row_key) = signal_write_key(r);
-        let (_, head, seen) = match &mut current {
+        let (_, seen) = match &mut current {
             Some(run) if same_head(run.0, r) => run,
             _ => {
-                if let Some((h, _, seen)) = current.take() {
+                if let Some((h, seen)) = current.take() {
                     groups.insert(signal_write_key(h).0, seen);
                 }
-                head_id.append_value(next_head);
-                subject.append_value(&r.subject);
-                bucket.append_value(r.subject_bucket);
-                source.append_value(&r.source);
-                producer.append_value(&r.producer);
-                ceid.append_value(&r.cloud_event_id);
                 let seen = groups.remove(&group_key).unwrap_or_default();
-                next_head += 1;
-                current.insert((r, next_head - 1, seen))
+                current.insert((r, seen))
             }
         };
         if !seen.insert(row_key) {
@@ -221,7 +235,47 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
         if !staged.insert(row_key) && !read_key_collisions.contains(&*r.subject) {
             read_key_collisions.insert(r.subject.to_string());
         }
-        row_head.append_value(*head);
+    }
+    SignalDedup {
+        kept,
+        read_key_collisions,
+    }
+}
+
+/// The rows of `rows` at `positions` as the stage's heads and values batches: a head per run of
+/// rows sharing the event's columns ([`SignalStage`]).
+fn stage_batches(rows: &[SignalRow], positions: &[u32]) -> Result<(RecordBatch, RecordBatch)> {
+    let n = positions.len();
+    let mut head_id = UInt32Builder::new();
+    let mut subject = StringBuilder::new();
+    let mut bucket = Int32Builder::new();
+    let mut source = StringBuilder::new();
+    let mut producer = StringBuilder::new();
+    let mut ceid = StringBuilder::new();
+    let mut row_head = UInt32Builder::with_capacity(n);
+    let mut own = ValueBuilders::with_capacity(n);
+    let mut current: Option<(&SignalRow, u32)> = None;
+    let mut next_head = 0u32;
+    for &i in positions {
+        let r = rows.get(i as usize).ok_or_else(|| Error::Arrow {
+            table: "signals",
+            message: format!("row position {i} outside the window's {} rows", rows.len()),
+        })?;
+        let head = match current {
+            Some((h, id)) if same_head(h, r) => id,
+            _ => {
+                head_id.append_value(next_head);
+                subject.append_value(&r.subject);
+                bucket.append_value(r.subject_bucket);
+                source.append_value(&r.source);
+                producer.append_value(&r.producer);
+                ceid.append_value(&r.cloud_event_id);
+                next_head += 1;
+                current = Some((r, next_head - 1));
+                next_head - 1
+            }
+        };
+        row_head.append_value(head);
         own.append(r);
     }
     let heads: Vec<ArrayRef> = vec![
@@ -247,12 +301,7 @@ pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
         RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err("signals"))
     };
     let (head_cols, value_cols) = stage_columns();
-    Ok(SignalStage {
-        heads: batch(&head_cols, heads)?,
-        values: batch(&value_cols, values)?,
-        read_key_collisions,
-        kept,
-    })
+    Ok((batch(&head_cols, heads)?, batch(&value_cols, values)?))
 }
 
 /// `(name, timestamp)` pairs seen: the rest of the write keys of one `(subject_bucket,
@@ -393,8 +442,12 @@ pub fn event_batch(rows: &[EventRow]) -> Result<RecordBatch> {
 pub struct Staged {
     /// [`SignalStage::read_key_collisions`].
     pub read_key_collisions: BTreeSet<String>,
-    /// [`SignalStage::kept`]: the signal rows staged, as positions in the plan's rows.
+    /// [`SignalStage::kept`]: the signal rows kept, as positions in the plan's rows.
     pub kept: Vec<u32>,
+    /// The own writer's files carry the window's signal rows: none was staged, the window's
+    /// rollup delta was, and the transaction stages only the rows that may be at rest
+    /// ([`stage_suspects`]). False: every kept row is staged.
+    pub files: bool,
 }
 
 /// The window's signal rows as the own writer's Parquet files, written into the table's
@@ -409,7 +462,10 @@ pub struct Added {
 
 /// Loads the plan's rows into fresh TEMP staging tables on `conn` (outside the lake
 /// transaction: a transaction may write only one database, and the staging tables are local).
-pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<Staged> {
+/// With `files` (the own writer's files will carry the signal rows) only the window's rollup
+/// delta is staged here; the transaction stages the rows that may be at rest
+/// ([`stage_suspects`]).
+pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan, files: bool) -> Result<Staged> {
     let (head_cols, value_cols) = stage_columns();
     fn with_head(cols: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
         std::iter::once((HEAD_ID, "UINTEGER"))
@@ -430,6 +486,7 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<Staged
             select.join(", ")
         ),
         temp(create_sql(STAGE_EVENTS, &EVENT_COLUMNS, false)),
+        temp(create_sql(STAGE_DELTA, &SIGNALS_LATEST_COLUMNS, false)),
     ]
     .join(";\n");
     conn.execute_batch(&sql)
@@ -437,22 +494,90 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan) -> Result<Staged
     let mut out = Staged::default();
     if !plan.signals.is_empty() {
         let t0 = std::time::Instant::now();
-        let staged = signal_stage(&plan.signals)?;
-        out.read_key_collisions = staged.read_key_collisions;
-        out.kept = staged.kept;
+        let rows = &plan.signals;
+        let dedup = signal_dedup(rows);
+        let staged: &[u32] = if files {
+            append(
+                lake,
+                conn,
+                STAGE_DELTA,
+                rollup::signals_delta(rows, &dedup.kept)?,
+            )?;
+            out.files = true;
+            &[]
+        } else {
+            &dedup.kept
+        };
+        let (heads, values) = stage_batches(rows, staged)?;
         let built_ms = t0.elapsed().as_millis() as u64;
-        append(lake, conn, STAGE_HEADS, staged.heads)?;
-        append(lake, conn, STAGE_VALUES, staged.values)?;
+        append(lake, conn, STAGE_HEADS, heads)?;
+        append(lake, conn, STAGE_VALUES, values)?;
         tracing::debug!(
             built_ms,
+            staged = staged.len(),
+            kept = dedup.kept.len(),
             took_ms = t0.elapsed().as_millis() as u64,
             "signals staged"
         );
+        out.read_key_collisions = dedup.read_key_collisions;
+        out.kept = dedup.kept;
     }
     if !plan.events.is_empty() {
         append(lake, conn, STAGE_EVENTS, event_batch(&plan.events)?)?;
     }
     Ok(out)
+}
+
+/// Stages, on `tx` (the window's open transaction), the kept rows that may already be at rest,
+/// and returns their buckets and time range (None: there are none). A row can repeat (write
+/// key) or collide with (read key) a row at rest only if its time is at or before the newest
+/// time at rest of its subject and name, which the rollup holds (`signals_latest.last_seen`,
+/// equal to the recompute at every snapshot): a window of new data has none of those, so it
+/// copies none of its rows into DuckDB and scans no `lake.signals` file.
+fn stage_suspects(
+    lake: &Lake,
+    tx: &Connection,
+    rows: &[SignalRow],
+    kept: &[u32],
+) -> Result<Option<(String, TimeRange)>> {
+    let sql = format!(
+        "SELECT subject, name, epoch_us(last_seen) FROM lake.signals_latest \
+         WHERE subject_bucket IN ({})",
+        buckets(rows.iter().map(|r| r.subject_bucket))
+    );
+    let mut stmt = tx
+        .prepare(&sql)
+        .map_err(|e| lake.error("read the rollup's last times", e))?;
+    let last_seen = stmt
+        .query_map([], |r| {
+            Ok((
+                (r.get::<_, String>(0)?, r.get::<_, String>(1)?),
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .and_then(|rows| rows.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| lake.error("read the rollup's last times", e))?;
+    let last: HashMap<(&str, &str), i64> = last_seen
+        .iter()
+        .map(|((s, n), t)| ((s.as_str(), n.as_str()), *t))
+        .collect();
+    let is_suspect = |r: &SignalRow| {
+        last.get(&(&*r.subject, &*r.name))
+            .is_some_and(|t| r.timestamp.timestamp_micros() <= *t)
+    };
+    let positions: Vec<u32> = kept
+        .iter()
+        .copied()
+        .filter(|i| rows.get(*i as usize).is_some_and(is_suspect))
+        .collect();
+    let suspects = || positions.iter().filter_map(|i| rows.get(*i as usize));
+    let Some(span) = range(suspects().map(|r| &r.timestamp)) else {
+        return Ok(None);
+    };
+    let (heads, values) = stage_batches(rows, &positions)?;
+    append(lake, tx, STAGE_HEADS, heads)?;
+    append(lake, tx, STAGE_VALUES, values)?;
+    Ok(Some((buckets(suspects().map(|r| r.subject_bucket)), span)))
 }
 
 fn append(lake: &Lake, conn: &Connection, table: &str, batch: RecordBatch) -> Result<()> {
@@ -466,9 +591,10 @@ fn append(lake: &Lake, conn: &Connection, table: &str, batch: RecordBatch) -> Re
     Ok(())
 }
 
-fn range<'a>(
-    ts: impl Iterator<Item = &'a DateTime<Utc>>,
-) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+/// The first and last time of a set of rows.
+type TimeRange = (DateTime<Utc>, DateTime<Utc>);
+
+fn range<'a>(ts: impl Iterator<Item = &'a DateTime<Utc>>) -> Option<TimeRange> {
     ts.fold(None, |acc, t| match acc {
         None => Some((*t, *t)),
         Some((lo, hi)) => Some((lo.min(*t), hi.max(*t))),
@@ -666,11 +792,23 @@ pub fn apply(
     let mut recompute_signals = subjects.clone();
     let mut new_signals = None;
     if let Some(r) = range(plan.signals.iter().map(|r| &r.timestamp)) {
-        let list = buckets(plan.signals.iter().map(|r| r.subject_bucket));
+        let at_rest = if staged.files {
+            match stage_suspects(lake, tx, &plan.signals, &staged.kept)? {
+                Some((list, range)) => signals_at_rest(lake, tx, &list, range)?,
+                None => 0,
+            }
+        } else {
+            let list = buckets(plan.signals.iter().map(|r| r.subject_bucket));
+            signals_at_rest(lake, tx, &list, r)?
+        };
+        if at_rest > 0 && staged.files {
+            // A replay: the anti-joined INSERT needs every row staged.
+            applied.restage = true;
+            return Ok(applied);
+        }
         // The stage holds one row per write key already (deduplicated in Rust); with nothing at
         // rest to skip or collide with it is inserted as it is, without a copy, or registered
         // as the own writer's files of the same rows.
-        let at_rest = signals_at_rest(lake, tx, &list, r)?;
         let rows = if at_rest == 0 {
             format!("temp.main.{STAGE_SIGNALS}")
         } else {
@@ -686,13 +824,18 @@ pub fn apply(
             recompute_signals.extend(read_key_collisions(lake, tx)?);
             NEW_SIGNALS.to_owned()
         };
-        applied.signal_rows = match added.filter(|_| at_rest == 0) {
-            Some(files) => {
+        applied.signal_rows = match (added.filter(|_| at_rest == 0), staged.files) {
+            (Some(files), _) => {
                 register(lake, tx, &files.paths)?;
                 applied.registered = true;
                 files.rows
             }
-            None => exec(
+            (None, true) => {
+                return Err(Error::Config(
+                    "a window staged for the own writer's files has none to register".into(),
+                ))
+            }
+            (None, false) => exec(
                 "insert signals",
                 &format!("INSERT INTO lake.signals SELECT * FROM {rows}"),
             )?,
@@ -709,14 +852,21 @@ pub fn apply(
     }
     let t0 = std::time::Instant::now();
     rollup::refresh_signals(lake, tx, &recompute_signals)?;
-    if let Some(rows) = &new_signals {
-        rollup::merge_new_signals(
+    match (&new_signals, staged.files) {
+        (Some(_), true) => rollup::merge_delta(
+            lake,
+            tx,
+            &format!("temp.main.{STAGE_DELTA}"),
+            &recompute_signals,
+        )?,
+        (Some(rows), false) => rollup::merge_new_signals(
             lake,
             tx,
             rows,
             &recompute_signals,
             &staged.read_key_collisions,
-        )?;
+        )?,
+        (None, _) => {}
     }
     rollup::refresh_events(lake, tx, &subjects)?;
     applied.rollup_us = crate::summary::micros_since(t0);

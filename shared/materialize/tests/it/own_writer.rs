@@ -112,6 +112,24 @@ fn the_own_writer_registers_every_file_it_writes(backend: Backend) {
     assert_eq!(listed, on_disk, "every file written is registered");
     assert!(m.audit().unwrap().clean);
 
+    // A redelivery of rows already decoded (din re-commits a bundle after a lost ack): its rows
+    // are at or before their keys' newest time at rest, one is at rest, and the window runs
+    // again with every row staged; the anti-join keeps them out and their files go away.
+    m.lake()
+        .conn()
+        .execute_batch(
+            "INSERT INTO lake.raw_events SELECT * FROM lake.raw_events \
+             WHERE id IN (SELECT DISTINCT cloud_event_id FROM lake.signals LIMIT 40)",
+        )
+        .unwrap();
+    let replay = drain(&rt, &m);
+    assert!(replay.counts.restaged > 0, "{replay:?}");
+    assert_eq!(replay.counts.signal_rows, 0, "{replay:?}");
+    assert_eq!(stored_signals(m.lake()), want_signals);
+    let (listed, on_disk) = own_files(m.lake());
+    assert_eq!(listed, on_disk, "the replay's files were removed");
+    assert!(m.audit().unwrap().clean);
+
     if backend == Backend::File {
         return;
     }
