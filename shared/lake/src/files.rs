@@ -879,8 +879,7 @@ fn load_once(
     // a fresh instance (~60 ms) and lists every file of the table again (~260 ms at 10⁵
     // files). Tests compare both listings. Partition specs come as `id=spec`, joined by SEP.
     let head = format!(
-        "SELECT t.table_id, sc.path AS schema_path, sc.path_is_relative AS schema_relative, \
-           t.path, t.path_is_relative, \
+        "SELECT t.table_id, {PLACE_COLUMNS}, \
            (SELECT next_file_id FROM {m}ducklake_snapshot WHERE snapshot_id = {s}) AS next_id, \
            (SELECT string_agg(CAST(l.partition_id AS VARCHAR) || '=' || l.spec, chr(31)) \
               FROM (SELECT pc.partition_id, string_agg(pc.transform || ':' || c.column_name, \
@@ -902,26 +901,17 @@ fn load_once(
         live("sc", s)
     );
     let head = conn
-        .query_row(
-            &format!(
-                "SELECT (SELECT data_path FROM ducklake_settings('{LAKE}')), h.* FROM {} h",
-                in_catalog(postgres, &head)
-            ),
-            [],
-            |r| {
-                let data_path: String = r.get(0)?;
-                let schema = under(&data_path, &r.get::<_, String>(2)?, r.get(3)?);
-                Ok(Head {
-                    table: r.get(1)?,
-                    prefix: under(&schema, &r.get::<_, String>(4)?, r.get(5)?),
-                    next_file_id: r.get(6)?,
-                    layouts: r.get(7)?,
-                    inlined_tables: r.get(8)?,
-                    inlined_deletes: r.get(9)?,
-                    specs: r.get(10)?,
-                })
-            },
-        )
+        .query_row(&with_data_path(postgres, &head), [], |r| {
+            Ok(Head {
+                table: r.get(1)?,
+                prefix: table_dir(r, 2)?,
+                next_file_id: r.get(6)?,
+                layouts: r.get(7)?,
+                inlined_tables: r.get(8)?,
+                inlined_deletes: r.get(9)?,
+                specs: r.get(10)?,
+            })
+        })
         .map(Some)
         .or_else(|e| match e {
             duckdb::Error::QueryReturnedNoRows => Ok(None),
@@ -1266,30 +1256,40 @@ struct Head {
 pub fn table_path(conn: &Connection, postgres: bool, name: &str) -> duckdb::Result<Option<String>> {
     let m = catalog_prefix(postgres);
     let sql = format!(
-        "SELECT sc.path AS schema_path, sc.path_is_relative AS schema_relative, \
-           t.path, t.path_is_relative \
+        "SELECT {PLACE_COLUMNS} \
          FROM {m}ducklake_table t JOIN {m}ducklake_schema sc ON sc.schema_id = t.schema_id \
          WHERE sc.schema_name = 'main' AND t.table_name = {} \
            AND t.end_snapshot IS NULL AND sc.end_snapshot IS NULL",
         quote(name)
     );
-    conn.query_row(
-        &format!(
-            "SELECT (SELECT data_path FROM ducklake_settings('{LAKE}')), h.* FROM {} h",
-            in_catalog(postgres, &sql)
-        ),
-        [],
-        |r| {
-            let data_path: String = r.get(0)?;
-            let schema = under(&data_path, &r.get::<_, String>(1)?, r.get(2)?);
-            Ok(under(&schema, &r.get::<_, String>(3)?, r.get(4)?))
-        },
+    conn.query_row(&with_data_path(postgres, &sql), [], |r| table_dir(r, 1))
+        .map(Some)
+        .or_else(|e| match e {
+            duckdb::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })
+}
+
+/// The catalog columns that place a table's directory, of `ducklake_schema sc` and
+/// `ducklake_table t`: each one's path and whether it is relative to the level above.
+const PLACE_COLUMNS: &str = "sc.path AS schema_path, sc.path_is_relative AS schema_relative, \
+     t.path, t.path_is_relative";
+
+/// `sql` (a catalog query) with DuckLake's data path as attached put first.
+fn with_data_path(postgres: bool, sql: &str) -> String {
+    format!(
+        "SELECT (SELECT data_path FROM ducklake_settings('{LAKE}')), h.* FROM {} h",
+        in_catalog(postgres, sql)
     )
-    .map(Some)
-    .or_else(|e| match e {
-        duckdb::Error::QueryReturnedNoRows => Ok(None),
-        e => Err(e),
-    })
+}
+
+/// A table's directory, as DuckLake resolves relative paths (the data path, the schema's path
+/// under it, the table's under that), from a row of [`with_data_path`] holding
+/// [`PLACE_COLUMNS`] from column `at`.
+fn table_dir(r: &duckdb::Row<'_>, at: usize) -> duckdb::Result<String> {
+    let data_path: String = r.get(0)?;
+    let schema = under(&data_path, &r.get::<_, String>(at)?, r.get(at + 1)?);
+    Ok(under(&schema, &r.get::<_, String>(at + 2)?, r.get(at + 3)?))
 }
 
 /// `path` as DuckLake resolves it: under `base` when the catalog marks it relative.

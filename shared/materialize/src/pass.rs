@@ -1047,25 +1047,9 @@ impl Materializer {
         };
         let mut may_have_landed = false;
         let added = files.as_ref().map(|(_, added)| added);
-        let mut result = self
-            .apply_and_commit(
-                conn,
-                plan,
-                &staged,
-                added,
-                writer,
-                phases,
-                &mut may_have_landed,
-            )
-            .await;
-        let restaged = matches!(result, Ok(None));
-        if restaged {
-            // A replay: every row staged, the anti-joined INSERT decides.
-            debug!("window staged again with every row");
-            let t0 = Instant::now();
-            let staged = write::stage(&self.lake, conn, plan, false)?;
-            phases.stage_us += micros_since(t0);
-            result = self
+        let (mut staged, mut restaged) = (staged, false);
+        let result = loop {
+            let attempt = self
                 .apply_and_commit(
                     conn,
                     plan,
@@ -1076,17 +1060,32 @@ impl Materializer {
                     &mut may_have_landed,
                 )
                 .await;
-        }
-        let result = match result {
-            Ok(Some(Commit::Done(applied))) => Ok(Commit::Done(write::Applied {
-                restaged,
-                ..applied
-            })),
-            Ok(Some(other)) => Ok(other),
-            Ok(None) => Err(Error::Config(
-                "a window with every row staged asked to be staged again".into(),
-            )),
-            Err(e) => Err(e),
+            match attempt {
+                Ok(Some(Commit::Done(applied))) => {
+                    break Ok(Commit::Done(write::Applied {
+                        restaged,
+                        ..applied
+                    }))
+                }
+                Ok(Some(other)) => break Ok(other),
+                // A replay: every row staged, the anti-joined INSERT decides.
+                Ok(None) if !restaged => {
+                    debug!("window staged again with every row");
+                    restaged = true;
+                    let t0 = Instant::now();
+                    match write::stage(&self.lake, conn, plan, false) {
+                        Ok(all) => staged = all,
+                        Err(e) => break Err(e),
+                    }
+                    phases.stage_us += micros_since(t0);
+                }
+                Ok(None) => {
+                    break Err(Error::Config(
+                        "a window with every row staged asked to be staged again".into(),
+                    ))
+                }
+                Err(e) => break Err(e),
+            }
         };
         if let Some((store, added)) = &files {
             let registered = match &result {

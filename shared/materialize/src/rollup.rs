@@ -16,7 +16,6 @@ use dq_lake::duckdb::arrow::array::{
     ArrayRef, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
     TimestampMicrosecondBuilder,
 };
-use dq_lake::duckdb::arrow::datatypes::{Field, Schema};
 use dq_lake::duckdb::arrow::record_batch::RecordBatch;
 use dq_lake::duckdb::Connection;
 use dq_lake::{quote, Lake};
@@ -226,15 +225,11 @@ pub fn signals_delta(rows: &[SignalRow], kept: &[u32]) -> Result<RecordBatch> {
         Arc::new(first.finish()),
         Arc::new(last.finish()),
     ];
-    let fields: Vec<Field> = SIGNALS_LATEST_COLUMNS
-        .iter()
-        .zip(&columns)
-        .map(|((n, _), c)| Field::new(*n, c.data_type().clone(), true))
-        .collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| Error::Arrow {
-        table: "signals_latest",
-        message: e.to_string(),
-    })
+    crate::write::named_batch(
+        "signals_latest",
+        SIGNALS_LATEST_COLUMNS.iter().map(|(n, _)| *n),
+        columns,
+    )
 }
 
 const DELTA: &str = "temp.main._dq_signals_delta";
@@ -380,12 +375,8 @@ mod tests {
             d(&|r| r.loc_hdop),
             d(&|r| r.loc_heading),
         ];
-        let fields: Vec<Field> = SIGNAL_COLUMNS
-            .iter()
-            .zip(&columns)
-            .map(|((n, _), c)| Field::new(*n, c.data_type().clone(), true))
-            .collect();
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+        crate::write::named_batch("signals", SIGNAL_COLUMNS.iter().map(|(n, _)| *n), columns)
+            .unwrap()
     }
 
     /// Rows of the SQL aggregate over `rows` and of the Rust delta that the other lacks.

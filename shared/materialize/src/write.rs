@@ -247,11 +247,7 @@ pub fn signal_dedup(rows: &[SignalRow]) -> SignalDedup {
 fn stage_batches(rows: &[SignalRow], positions: &[u32]) -> Result<(RecordBatch, RecordBatch)> {
     let n = positions.len();
     let mut head_id = UInt32Builder::new();
-    let mut subject = StringBuilder::new();
-    let mut bucket = Int32Builder::new();
-    let mut source = StringBuilder::new();
-    let mut producer = StringBuilder::new();
-    let mut ceid = StringBuilder::new();
+    let mut head = HeadBuilders::with_capacity(0);
     let mut row_head = UInt32Builder::with_capacity(n);
     let mut own = ValueBuilders::with_capacity(n);
     let mut current: Option<(&SignalRow, u32)> = None;
@@ -261,31 +257,28 @@ fn stage_batches(rows: &[SignalRow], positions: &[u32]) -> Result<(RecordBatch, 
             table: "signals",
             message: format!("row position {i} outside the window's {} rows", rows.len()),
         })?;
-        let head = match current {
+        let id = match current {
             Some((h, id)) if same_head(h, r) => id,
             _ => {
                 head_id.append_value(next_head);
-                subject.append_value(&r.subject);
-                bucket.append_value(r.subject_bucket);
-                source.append_value(&r.source);
-                producer.append_value(&r.producer);
-                ceid.append_value(&r.cloud_event_id);
+                head.append(
+                    &r.subject,
+                    r.subject_bucket,
+                    &r.source,
+                    &r.producer,
+                    &r.cloud_event_id,
+                );
                 next_head += 1;
                 current = Some((r, next_head - 1));
                 next_head - 1
             }
         };
-        row_head.append_value(head);
+        row_head.append_value(id);
         own.append(r);
     }
-    let heads: Vec<ArrayRef> = vec![
-        Arc::new(head_id.finish()),
-        Arc::new(subject.finish()),
-        Arc::new(bucket.finish()),
-        Arc::new(source.finish()),
-        Arc::new(producer.finish()),
-        Arc::new(ceid.finish()),
-    ];
+    let heads: Vec<ArrayRef> = std::iter::once(Arc::new(head_id.finish()) as ArrayRef)
+        .chain(head.finish())
+        .collect();
     let (keys, value_columns) = own.finish();
     let values: Vec<ArrayRef> = std::iter::once(Arc::new(row_head.finish()) as ArrayRef)
         .chain(keys)
@@ -294,11 +287,7 @@ fn stage_batches(rows: &[SignalRow], positions: &[u32]) -> Result<(RecordBatch, 
     // Each batch: the head number, then its columns in table order.
     let batch = |cols: &Columns, columns: Vec<ArrayRef>| {
         let names = std::iter::once(HEAD_ID).chain(cols.iter().map(|(n, _)| *n));
-        let fields: Vec<Field> = names
-            .zip(&columns)
-            .map(|(n, c)| Field::new(n, c.data_type().clone(), true))
-            .collect();
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err("signals"))
+        named_batch("signals", names, columns)
     };
     let (head_cols, value_cols) = stage_columns();
     Ok((batch(&head_cols, heads)?, batch(&value_cols, values)?))
@@ -382,14 +371,50 @@ impl ValueBuilders {
     }
 }
 
+/// Builders of the columns a decoded row has from its event ([`HEAD_COLUMNS`], in their order,
+/// which both tables share): shared by the signal stage's heads and the events batch.
+struct HeadBuilders {
+    subject: StringBuilder,
+    bucket: Int32Builder,
+    source: StringBuilder,
+    producer: StringBuilder,
+    ceid: StringBuilder,
+}
+
+impl HeadBuilders {
+    fn with_capacity(n: usize) -> Self {
+        HeadBuilders {
+            subject: StringBuilder::with_capacity(n, n * 64),
+            bucket: Int32Builder::with_capacity(n),
+            source: StringBuilder::with_capacity(n, n * 42),
+            producer: StringBuilder::with_capacity(n, n * 64),
+            ceid: StringBuilder::with_capacity(n, n * 36),
+        }
+    }
+
+    fn append(&mut self, subject: &str, bucket: i32, source: &str, producer: &str, ceid: &str) {
+        self.subject.append_value(subject);
+        self.bucket.append_value(bucket);
+        self.source.append_value(source);
+        self.producer.append_value(producer);
+        self.ceid.append_value(ceid);
+    }
+
+    fn finish(mut self) -> [ArrayRef; 5] {
+        [
+            Arc::new(self.subject.finish()),
+            Arc::new(self.bucket.finish()),
+            Arc::new(self.source.finish()),
+            Arc::new(self.producer.finish()),
+            Arc::new(self.ceid.finish()),
+        ]
+    }
+}
+
 /// The `lake.events` rows as one Arrow batch, columns in table order.
 pub fn event_batch(rows: &[EventRow]) -> Result<RecordBatch> {
     let n = rows.len();
-    let mut subject = StringBuilder::with_capacity(n, n * 64);
-    let mut bucket = Int32Builder::with_capacity(n);
-    let mut source = StringBuilder::with_capacity(n, n * 42);
-    let mut producer = StringBuilder::with_capacity(n, n * 64);
-    let mut ceid = StringBuilder::with_capacity(n, n * 36);
+    let mut head = HeadBuilders::with_capacity(n);
     let mut ty = StringBuilder::with_capacity(n, n * 10);
     let mut version = StringBuilder::with_capacity(n, n * 12);
     let mut name = StringBuilder::with_capacity(n, n * 24);
@@ -398,11 +423,13 @@ pub fn event_batch(rows: &[EventRow]) -> Result<RecordBatch> {
     let mut metadata = StringBuilder::with_capacity(n, n * 8);
     let mut tags = ListBuilder::new(StringBuilder::new());
     for r in rows {
-        subject.append_value(&r.subject);
-        bucket.append_value(r.subject_bucket);
-        source.append_value(&r.source);
-        producer.append_value(&r.producer);
-        ceid.append_value(&r.cloud_event_id);
+        head.append(
+            &r.subject,
+            r.subject_bucket,
+            &r.source,
+            &r.producer,
+            &r.cloud_event_id,
+        );
         ty.append_value(&r.event_type);
         version.append_value(&r.data_version);
         name.append_value(&r.name);
@@ -414,27 +441,35 @@ pub fn event_batch(rows: &[EventRow]) -> Result<RecordBatch> {
         }
         tags.append(true);
     }
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(subject.finish()),
-        Arc::new(bucket.finish()),
-        Arc::new(source.finish()),
-        Arc::new(producer.finish()),
-        Arc::new(ceid.finish()),
-        Arc::new(ty.finish()),
-        Arc::new(version.finish()),
-        Arc::new(name.finish()),
-        Arc::new(ts.finish()),
-        Arc::new(duration.finish()),
-        Arc::new(metadata.finish()),
-        Arc::new(tags.finish()),
-    ];
-    let fields: Vec<Field> = EVENT_COLUMNS
-        .iter()
-        .zip(&columns)
-        .map(|((n, _), c)| Field::new(*n, c.data_type().clone(), true))
+    let columns: Vec<ArrayRef> = head
+        .finish()
+        .into_iter()
+        .chain([
+            Arc::new(ty.finish()) as ArrayRef,
+            Arc::new(version.finish()),
+            Arc::new(name.finish()),
+            Arc::new(ts.finish()),
+            Arc::new(duration.finish()),
+            Arc::new(metadata.finish()),
+            Arc::new(tags.finish()),
+        ])
         .collect();
-    debug_assert_eq!(fields.get(8).map(Field::data_type), Some(&tstz()));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err("events"))
+    debug_assert_eq!(columns.get(8).map(|c| c.data_type()), Some(&tstz()));
+    named_batch("events", EVENT_COLUMNS.iter().map(|(n, _)| *n), columns)
+}
+
+/// `columns` as one batch of `table`'s, named by `names` in order, each field typed by its
+/// array.
+pub(crate) fn named_batch<'a>(
+    table: &'static str,
+    names: impl Iterator<Item = &'a str>,
+    columns: Vec<ArrayRef>,
+) -> Result<RecordBatch> {
+    let fields: Vec<Field> = names
+        .zip(&columns)
+        .map(|(n, c)| Field::new(n, c.data_type().clone(), true))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err(table))
 }
 
 /// What staging learned about a window's rows that its statements use.
