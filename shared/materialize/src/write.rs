@@ -1,11 +1,12 @@
 //! Writing one window: decoded rows go from Arrow record batches through the DuckDB appender
 //! into per-connection TEMP staging tables (no parquet file on disk; signals as per-event heads
-//! and per-row values, [`SignalStage`]), then ONE lake transaction deletes rows of voided events,
-//! finds with one scan the signal rows at rest the window could repeat (write key W1) or collide
-//! with (read key R1), pruned by `subject_bucket` and the batch's time range, inserts the staged
-//! rows without those, recomputes or merges the touched subjects' rollups and compare-and-swaps
-//! the progress row: its fence on every window, the cursor too on a span's final window. The
-//! caller commits (after its lease check).
+//! and per-row values, [`stage_batches`]; with the own writer's files only the rollup delta and
+//! the rows that may be at rest), then ONE lake transaction compare-and-swaps the progress row
+//! (its fence on every window, the cursor too on a span's final window), deletes rows of voided
+//! events, finds with one scan the signal rows at rest the window could repeat (write key W1) or
+//! collide with (read key R1), pruned by `subject_bucket` and the staged rows' time range,
+//! registers the files or inserts the staged rows without those, and recomputes or merges the
+//! touched subjects' rollups. The caller commits (after its lease check).
 
 use std::collections::BTreeSet;
 
@@ -32,7 +33,7 @@ use dq_tables::schema::{
 };
 
 /// The staged signal rows in `lake.signals` column order: a view joining
-/// [`STAGE_VALUES`] to [`STAGE_HEADS`] ([`SignalStage`]).
+/// [`STAGE_VALUES`] to [`STAGE_HEADS`] ([`stage_batches`]).
 const STAGE_SIGNALS: &str = "_dq_stage_signals";
 const STAGE_HEADS: &str = "_dq_stage_signal_heads";
 const STAGE_VALUES: &str = "_dq_stage_signal_values";
@@ -142,7 +143,7 @@ pub fn signal_write_key(r: &SignalRow) -> ((i32, &str), (&str, i64)) {
 }
 
 /// The `lake.signals` columns an event's rows share, staged once per run of rows
-/// ([`SignalStage`]).
+/// ([`stage_batches`]).
 const HEAD_COLUMNS: [&str; 5] = [
     "subject",
     "subject_bucket",
@@ -153,43 +154,13 @@ const HEAD_COLUMNS: [&str; 5] = [
 /// The column joining a staged value row to its head.
 const HEAD_ID: &str = "head";
 
-/// A window's signal rows ready for staging, deduplicated on the write key (first wins). Decode
-/// emits an event's rows together, so the columns they share (the event's subject, source,
-/// producer and id, [`HEAD_COLUMNS`]) are staged once per run of rows with equal values
-/// (`heads`) and each row keeps only its own columns and its head's number (`values`): the long
-/// strings cross into DuckDB once per event instead of once per row, which was most of the
-/// staging time of a window of ~10⁶ rows. [`STAGE_SIGNALS`] joins them back.
-pub struct SignalStage {
-    /// One row per head: [`HEAD_ID`], then [`HEAD_COLUMNS`].
-    pub heads: RecordBatch,
-    /// One row per signal: [`HEAD_ID`], then the other `lake.signals` columns in table order.
-    pub values: RecordBatch,
-    /// Subjects with two staged rows of one read key (R1, [`SIGNAL_READ_KEY`]: two events
-    /// with a value of one name at one time). Only these need the read dedup when the window's
-    /// rows are folded into the rollup ([`rollup::merge_new_signals`]).
-    pub read_key_collisions: BTreeSet<String>,
-    /// The positions in `rows` of the rows staged, in order: the first of each write key.
-    pub kept: Vec<u32>,
-}
-
-/// Splits and deduplicates `rows` into a [`SignalStage`] of every row kept.
-pub fn signal_stage(rows: &[SignalRow]) -> Result<SignalStage> {
-    let dedup = signal_dedup(rows);
-    let (heads, values) = stage_batches(rows, &dedup.kept)?;
-    Ok(SignalStage {
-        heads,
-        values,
-        read_key_collisions: dedup.read_key_collisions,
-        kept: dedup.kept,
-    })
-}
-
-/// A window's signal rows deduplicated on the write key ([`SignalStage::kept`],
-/// [`SignalStage::read_key_collisions`]).
+/// A window's signal rows deduplicated on the write key (first wins).
 pub struct SignalDedup {
-    /// Positions of the first row of each write key, in order.
+    /// The positions of the rows kept, in order: the first of each write key.
     pub kept: Vec<u32>,
-    /// Subjects with two kept rows of one read key.
+    /// Subjects with two kept rows of one read key (R1, [`SIGNAL_READ_KEY`]: two events with a
+    /// value of one name at one time). Only these need the read dedup when the window's rows
+    /// are folded into the rollup by SQL ([`rollup::merge_new_signals`]).
     pub read_key_collisions: BTreeSet<String>,
 }
 
@@ -242,8 +213,13 @@ pub fn signal_dedup(rows: &[SignalRow]) -> SignalDedup {
     }
 }
 
-/// The rows of `rows` at `positions` as the stage's heads and values batches: a head per run of
-/// rows sharing the event's columns ([`SignalStage`]).
+/// The rows of `rows` at `positions` as the stage's batches. Decode emits an event's rows
+/// together, so the columns they share (the event's subject, source, producer and id,
+/// [`HEAD_COLUMNS`]) are staged once per run of rows with equal values (the heads: [`HEAD_ID`],
+/// then [`HEAD_COLUMNS`]) and each row keeps only its own columns and its head's number (the
+/// values: [`HEAD_ID`], then the other `lake.signals` columns in table order): the long strings
+/// cross into DuckDB once per event instead of once per row, which was most of the staging time
+/// of a window of ~10⁶ rows. [`STAGE_SIGNALS`] joins them back.
 fn stage_batches(rows: &[SignalRow], positions: &[u32]) -> Result<(RecordBatch, RecordBatch)> {
     let n = positions.len();
     let mut head_id = UInt32Builder::new();
@@ -475,9 +451,9 @@ pub(crate) fn named_batch<'a>(
 /// What staging learned about a window's rows that its statements use.
 #[derive(Debug, Default)]
 pub struct Staged {
-    /// [`SignalStage::read_key_collisions`].
+    /// [`SignalDedup::read_key_collisions`].
     pub read_key_collisions: BTreeSet<String>,
-    /// [`SignalStage::kept`]: the signal rows kept, as positions in the plan's rows.
+    /// [`SignalDedup::kept`]: the signal rows kept, as positions in the plan's rows.
     pub kept: Vec<u32>,
     /// The own writer's files carry the window's signal rows: none was staged, the window's
     /// rollup delta was, and the transaction stages only the rows that may be at rest
@@ -495,8 +471,8 @@ pub struct Added {
     pub rows: u64,
 }
 
-/// Loads the plan's rows into fresh TEMP staging tables on `conn` (outside the lake
-/// transaction: a transaction may write only one database, and the staging tables are local).
+/// Loads the plan's rows into fresh TEMP staging tables on `conn`, before the window's
+/// transaction.
 /// With `files` (the own writer's files will carry the signal rows) only the window's rollup
 /// delta is staged here; the transaction stages the rows that may be at rest
 /// ([`stage_suspects`]).
@@ -960,8 +936,25 @@ mod tests {
         }
     }
 
+    /// Every kept row of `rows` staged: the dedup, the heads and the values.
+    struct Stage {
+        dedup: SignalDedup,
+        heads: RecordBatch,
+        values: RecordBatch,
+    }
+
+    fn signal_stage(rows: &[SignalRow]) -> Stage {
+        let dedup = signal_dedup(rows);
+        let (heads, values) = stage_batches(rows, &dedup.kept).unwrap();
+        Stage {
+            dedup,
+            heads,
+            values,
+        }
+    }
+
     /// The staged rows, joined back as the view does: (event, producer, name, micros, value).
-    fn joined(stage: &SignalStage) -> Vec<(String, String, String, i64, f64)> {
+    fn joined(stage: &Stage) -> Vec<(String, String, String, i64, f64)> {
         use dq_lake::duckdb::arrow::array::{AsArray, Float64Array};
         use dq_lake::duckdb::arrow::datatypes::{TimestampMicrosecondType, UInt32Type};
         let col = |b: &RecordBatch, n: &str| b.column_by_name(n).unwrap().clone();
@@ -1004,7 +997,7 @@ mod tests {
             row("a", "q", "rpm", 1, 7.0), // same write key, other producer: still a repeat
             row("a", "q", "fuel", 1, 8.0),
         ];
-        let stage = signal_stage(&rows).unwrap();
+        let stage = signal_stage(&rows);
         let got: Vec<_> = joined(&stage)
             .into_iter()
             .map(|(e, p, n, t, v)| format!("{e} {p} {n} {t} {v}"))
@@ -1030,7 +1023,7 @@ mod tests {
         assert_eq!(stage.values.num_columns(), value_cols.len() + 1);
         // Events a and b both have a speed at 1 (one subject): a read-key collision.
         assert_eq!(
-            stage.read_key_collisions,
+            stage.dedup.read_key_collisions,
             BTreeSet::from([rows[0].subject.to_string()])
         );
     }
@@ -1054,9 +1047,9 @@ mod tests {
             of("y", "f", "fuel", 2),
             of("z", "g", "speed", 2),
         ];
-        let stage = signal_stage(&rows).unwrap();
+        let stage = signal_stage(&rows);
         assert_eq!(
-            stage.read_key_collisions,
+            stage.dedup.read_key_collisions,
             BTreeSet::from(["x".to_owned(), "z".to_owned()])
         );
     }
