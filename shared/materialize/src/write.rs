@@ -1,6 +1,6 @@
 //! Writing one window: decoded rows go from Arrow record batches through the DuckDB appender
 //! into per-connection TEMP staging tables (no parquet file on disk; signals as per-event heads
-//! and per-row values, [`stage_batches`]; with the own writer's files only the rollup delta and
+//! and per-row values, `stage_batches`; with the own writer's files only the rollup delta and
 //! the rows that may be at rest), then ONE lake transaction compare-and-swaps the progress row
 //! (its fence on every window, the cursor too on a span's final window), deletes rows of voided
 //! events, finds with one scan the signal rows at rest the window could repeat (write key W1) or
@@ -457,7 +457,7 @@ pub struct Staged {
     pub kept: Vec<u32>,
     /// The own writer's files carry the window's signal rows: none was staged, the window's
     /// rollup delta was, and the transaction stages only the rows that may be at rest
-    /// ([`stage_suspects`]). False: every kept row is staged.
+    /// (`stage_suspects`). False: every kept row is staged.
     pub files: bool,
 }
 
@@ -475,7 +475,7 @@ pub struct Added {
 /// transaction.
 /// With `files` (the own writer's files will carry the signal rows) only the window's rollup
 /// delta is staged here; the transaction stages the rows that may be at rest
-/// ([`stage_suspects`]).
+/// (`stage_suspects`).
 pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan, files: bool) -> Result<Staged> {
     let (head_cols, value_cols) = stage_columns();
     fn with_head(cols: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
