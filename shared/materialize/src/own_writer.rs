@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use dq_decode::rows::SignalRow;
-use dq_lake::duckdb::arrow::array::{ArrayRef, Int32Builder, StringBuilder};
+use dq_lake::duckdb::arrow::array::ArrayRef;
 use dq_lake::duckdb::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use dq_lake::duckdb::arrow::record_batch::RecordBatch;
 use dq_tables::schema::SIGNAL_COLUMNS;
@@ -28,7 +28,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use dq_blob::{BlobConfig, BlobError, BlobStore, S3Config};
 
-use crate::write::ValueBuilders;
+use crate::write::{HeadBuilders, ValueBuilders};
 use crate::{Error, Result};
 
 /// Microseconds in a UTC day: the day partition of a timestamp.
@@ -253,35 +253,26 @@ pub fn encode(rows: &[SignalRow], kept: &[u32]) -> Result<Vec<Encoded>> {
 /// One Parquet file of `rows`, columns in table order.
 fn file(schema: &Arc<Schema>, rows: &[&SignalRow]) -> Result<Vec<u8>> {
     let n = rows.len();
-    let mut subject = StringBuilder::with_capacity(n, n * 64);
-    let mut bucket = Int32Builder::with_capacity(n);
-    let mut source = StringBuilder::with_capacity(n, n * 42);
-    let mut producer = StringBuilder::with_capacity(n, n * 64);
-    let mut ceid = StringBuilder::with_capacity(n, n * 36);
+    let mut head = HeadBuilders::with_capacity(n);
     let mut own = ValueBuilders::with_capacity(n);
     for r in rows {
-        subject.append_value(&r.subject);
-        bucket.append_value(r.subject_bucket);
-        source.append_value(&r.source);
-        producer.append_value(&r.producer);
-        ceid.append_value(&r.cloud_event_id);
+        head.append(
+            &r.subject,
+            r.subject_bucket,
+            &r.source,
+            &r.producer,
+            &r.cloud_event_id,
+        );
         own.append(r);
     }
+    let [subject, bucket, source, producer, ceid] = head.finish();
     let ([name, ts], values) = own.finish();
     // Table order: subject, subject_bucket, name, timestamp, source, producer, cloud_event_id,
     // then the value columns (`columns_map_to_arrow` and the batch's schema check it).
-    let columns: Vec<ArrayRef> = [
-        Arc::new(subject.finish()) as ArrayRef,
-        Arc::new(bucket.finish()),
-        name,
-        ts,
-        Arc::new(source.finish()),
-        Arc::new(producer.finish()),
-        Arc::new(ceid.finish()),
-    ]
-    .into_iter()
-    .chain(values)
-    .collect();
+    let columns: Vec<ArrayRef> = [subject, bucket, name, ts, source, producer, ceid]
+        .into_iter()
+        .chain(values)
+        .collect();
     let arrow = |e: dq_lake::duckdb::arrow::error::ArrowError| Error::Arrow {
         table: "signals",
         message: e.to_string(),

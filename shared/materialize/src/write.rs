@@ -348,8 +348,9 @@ impl ValueBuilders {
 }
 
 /// Builders of the columns a decoded row has from its event ([`HEAD_COLUMNS`], in their order,
-/// which both tables share): shared by the signal stage's heads and the events batch.
-struct HeadBuilders {
+/// which both tables share): shared by the signal stage's heads, the events batch and the own
+/// writer's files.
+pub(crate) struct HeadBuilders {
     subject: StringBuilder,
     bucket: Int32Builder,
     source: StringBuilder,
@@ -358,7 +359,7 @@ struct HeadBuilders {
 }
 
 impl HeadBuilders {
-    fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         HeadBuilders {
             subject: StringBuilder::with_capacity(n, n * 64),
             bucket: Int32Builder::with_capacity(n),
@@ -368,7 +369,14 @@ impl HeadBuilders {
         }
     }
 
-    fn append(&mut self, subject: &str, bucket: i32, source: &str, producer: &str, ceid: &str) {
+    pub(crate) fn append(
+        &mut self,
+        subject: &str,
+        bucket: i32,
+        source: &str,
+        producer: &str,
+        ceid: &str,
+    ) {
         self.subject.append_value(subject);
         self.bucket.append_value(bucket);
         self.source.append_value(source);
@@ -376,7 +384,7 @@ impl HeadBuilders {
         self.ceid.append_value(ceid);
     }
 
-    fn finish(mut self) -> [ArrayRef; 5] {
+    pub(crate) fn finish(mut self) -> [ArrayRef; 5] {
         [
             Arc::new(self.subject.finish()),
             Arc::new(self.bucket.finish()),
