@@ -32,6 +32,9 @@ pub struct Dataset {
     pub phases: dq_materialize::Phases,
     /// Data files of `lake.signals` the drain wrote, counted before din's maintenance.
     pub signal_files: u64,
+    /// The process's peak resident memory during the drain (bytes; `None` off Linux): what a
+    /// materializer's window needs, DuckDB's buffers included.
+    pub drain_peak_rss: Option<u64>,
     /// Time of din's maintenance cycle after the drain.
     pub maintain: Duration,
 }
@@ -135,6 +138,7 @@ pub fn build(
         seed.as_secs_f64()
     );
 
+    reset_peak_rss();
     let started = Instant::now();
     let (mut raw_rows, mut signal_rows, mut event_rows) = (0, 0, 0);
     let mut phases = dq_materialize::Phases::default();
@@ -152,6 +156,7 @@ pub fn build(
         }
     }
     let materialize = started.elapsed();
+    let drain_peak_rss = peak_rss();
     let signal_files = data_files(&t.open()?, "signals")?;
     ensure!(
         raw_rows == seeded.rows,
@@ -183,8 +188,31 @@ pub fn build(
         materialize,
         phases,
         signal_files,
+        drain_peak_rss,
         maintain,
     })
+}
+
+/// Resets the process's peak resident set (Linux: `5` into `clear_refs`), so [`peak_rss`]
+/// reports the peak of what runs after it rather than of the seeding before.
+fn reset_peak_rss() {
+    if let Err(e) = std::fs::write("/proc/self/clear_refs", "5") {
+        eprintln!("cannot reset the peak resident set ({e}); the drain's peak includes the seed's");
+    }
+}
+
+/// The process's peak resident set since start or the last [`reset_peak_rss`] (`VmHWM`).
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// The data files of `lake.<table>` at the newest snapshot.

@@ -48,6 +48,8 @@ struct Figures {
     own_writer: OwnWriter,
     /// Data files of `lake.signals` the drain wrote (before din's maintenance merged them).
     signal_files: u64,
+    /// The process's peak resident memory during the drain.
+    drain_peak_rss: Option<u64>,
     decode_only: Duration,
     phases: dq_materialize::Phases,
 }
@@ -119,14 +121,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         figures.push(case(backend, &fleet)?);
     }
     let mut table = String::from(
-        "| catalog | raw events | din simulator write events/s | materializer events/s | raw floor rows/s | vs raw floor | decoded rows | decoded-rows floor rows/s | own-writer floor rows/s (arrow-rs, all cores) | its registration ms per file: call with a list; with a glob; COMMIT | decode-only events/s (1 thread) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
+        "| catalog | raw events | din simulator write events/s | materializer events/s | raw floor rows/s | vs raw floor | decoded rows | decoded-rows floor rows/s | own-writer floor rows/s (arrow-rs, all cores) | its registration ms per file: call with a list; with a glob; COMMIT | decode-only events/s (1 thread) | drain's peak resident memory |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
     );
     for f in &figures {
         let ours = per_sec(f.raw_rows, f.materialize);
         let floor = per_sec(f.raw_rows, f.raw_floor);
         let (list, glob, commit) = f.own_writer.per_file_ms();
         table.push_str(&format!(
-            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {} | {:.0} | {:.0} | {:.2}; {:.2}; {:.2} | {:.0} |\n",
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {} | {:.0} | {:.0} | {:.2}; {:.2}; {:.2} | {:.0} | {} |\n",
             f.catalog,
             f.raw_rows,
             per_sec(f.raw_rows, f.seed),
@@ -140,6 +142,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             glob,
             commit,
             per_sec(f.raw_rows, f.decode_only),
+            f.drain_peak_rss
+                .map_or_else(|| "—".to_string(), |b| format!("{} MiB", b >> 20)),
         ));
     }
     let mut breakdown = String::from(
@@ -186,10 +190,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ));
         }
     }
+    let config = dq_materialize::Config::default();
+    let defaults = format!(
+        "spans of {} snapshots stretched while their raw rows fit one window, windows of {} raw rows \
+         or {} MiB of payload, the next window read and decoded while the current one is written",
+        config.max_snapshot_span,
+        config.window_rows,
+        config.window_bytes >> 20
+    );
     let body = format!(
         "## Materializer throughput\n\n`make bench-materializer`: a {}-vehicle × {}-day fleet (about {} events, seeded by \
-         the din simulator in 1-hour bundles), drained by the materializer with its production defaults (spans of 16 \
-         snapshots, default windows), timed wall-clock from the first read of the change feed to the last cursor commit. \
+         the din simulator in 1-hour bundles), drained by the materializer with its production defaults ({defaults}), timed wall-clock from the first read of the change feed to the last cursor commit. \
          The floors run on the same lake in the same run: the raw floor copies the same raw rows with one \
          `INSERT … SELECT`, the decoded-rows floor writes the decoded signal rows with one `INSERT … SELECT`, \
          the own-writer floor writes up to {OWN_WRITER_ROWS} of them (read back first, untimed) with the \
@@ -203,9 +214,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          before din's maintenance), is what registration adds to the own writer (the COMMIT writes the catalog \
          rows of the files, which the windows' commits already write for the files of their INSERTs). \
          Goal: ≥ 40,000 events/s on 2 cores (issue 20). Measured on {}.\n\n{table}\n\
-         Where the drain's time went (wall time per phase, summed over windows; the phases run one \
-         after another, \"of which rollup\" is part of \"write\", and what the phases leave of the drain is \
-         outside the windows: each span's position and cursor reads, consumer-progress reports, connections):\n\n{breakdown}",
+         Where the drain's time went (wall time per phase, summed over windows; \"of which rollup\" is \
+         part of \"write\". A window read ahead is read, resolved and decoded on a thread of its own while \
+         the window before it is written, so those four phases overlap stage, write and commit, and \
+         \"read_wait\" is what the drain waited for them; the rest of the drain is outside the windows: each \
+         span's position and cursor reads, consumer-progress reports, connections):\n\n{breakdown}",
         fleet.vehicles,
         fleet.days,
         args.events,
@@ -245,6 +258,7 @@ fn case(backend: Backend, fleet: &FleetConfig) -> anyhow::Result<Figures> {
         decoded_floor,
         own_writer,
         signal_files: data.signal_files,
+        drain_peak_rss: data.drain_peak_rss,
         decode_only,
         phases: data.phases,
     })

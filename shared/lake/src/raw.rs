@@ -168,6 +168,41 @@ pub fn table_layout(lake: &Lake, table: &str) -> Result<Layout> {
     })
 }
 
+/// The rows of `lake.raw_events` data files added by each snapshot in `(after, upto]`,
+/// ascending by snapshot, read from the metadata catalog. Snapshots that added none are
+/// absent, and inlined inserts are not counted (at most the inline limit of rows each): a size
+/// estimate for planning a span, never a count to rely on.
+pub fn inserted_rows(lake: &Lake, after: i64, upto: i64) -> Result<Vec<(i64, u64)>> {
+    let m = crate::METADATA;
+    let ctx = "read the rows each snapshot added to lake.raw_events";
+    let table_id: Option<i64> = lake
+        .conn()
+        .query_row(
+            &format!(
+                "SELECT max(t.table_id) FROM {m}.ducklake_table t \
+                 JOIN {m}.ducklake_schema s ON s.schema_id = t.schema_id \
+                 WHERE t.table_name = ? AND s.schema_name = 'main' \
+                   AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL"
+            ),
+            [TABLE],
+            |r| r.get(0),
+        )
+        .map_err(|e| lake.error(ctx, e))?;
+    let Some(table_id) = table_id else {
+        return Ok(Vec::new());
+    };
+    // Literal integers, so the PostgreSQL scanner pushes the filters into the catalog.
+    let sql = format!(
+        "SELECT begin_snapshot, sum(record_count)::UBIGINT FROM {m}.ducklake_data_file \
+         WHERE table_id = {table_id} AND begin_snapshot > {after} AND begin_snapshot <= {upto} \
+         GROUP BY begin_snapshot ORDER BY begin_snapshot"
+    );
+    let mut stmt = lake.conn().prepare(&sql).map_err(|e| lake.error(ctx, e))?;
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| lake.error(ctx, e))
+}
+
 /// Runs one metadata query bound to the table name and collects its rows.
 fn query<T>(
     lake: &Lake,

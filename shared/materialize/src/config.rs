@@ -11,7 +11,8 @@ use dq_decode::VehicleGate;
 use crate::shard::Shard;
 use crate::{Error, Result};
 
-/// Snapshots per span (Go `MATERIALIZER_MAX_SNAPSHOT_SPAN`; positive only; default 16).
+/// Snapshots per span (Go `MATERIALIZER_MAX_SNAPSHOT_SPAN`; positive only; default 16). dq
+/// stretches a span of small snapshots while their raw rows fit one window (up to 16× this).
 pub const MATERIALIZER_MAX_SNAPSHOT_SPAN: &str = "MATERIALIZER_MAX_SNAPSHOT_SPAN";
 /// Pause between passes of the local loop when caught up (Go; default 15s).
 pub const MATERIALIZER_POLL_INTERVAL: &str = "MATERIALIZER_POLL_INTERVAL";
@@ -19,9 +20,11 @@ pub const MATERIALIZER_POLL_INTERVAL: &str = "MATERIALIZER_POLL_INTERVAL";
 pub const MATERIALIZER_DRAIN: &str = "MATERIALIZER_DRAIN";
 /// Lambda drain safety margin before the deadline (dq; default 30s).
 pub const MATERIALIZER_DRAIN_MARGIN: &str = "MATERIALIZER_DRAIN_MARGIN";
-/// Raw rows per window (dq; Go hard-codes 100 000).
+/// Raw rows per window (dq; default 200 000; Go hard-codes 100 000).
 pub const MATERIALIZER_WINDOW_ROWS: &str = "MATERIALIZER_WINDOW_ROWS";
-/// Resident raw payload bytes per window (dq; Go hard-codes 64 MiB).
+/// Resident raw payload bytes per window (dq; default 128 MiB; Go hard-codes 64 MiB). With the
+/// rows decoded from them, what bounds a window's memory, twice over while the next window is
+/// read ahead (docs/materializer.md).
 pub const MATERIALIZER_WINDOW_BYTES: &str = "MATERIALIZER_WINDOW_BYTES";
 /// Decoded-row retention for `prune` (Go; Go duration, e.g. `8760h`; empty = off).
 pub const LAKE_DECODED_RETENTION: &str = "LAKE_DECODED_RETENTION";
@@ -82,8 +85,8 @@ impl Default for Config {
             poll_interval: Duration::from_secs(15),
             drain: false,
             drain_margin: Duration::from_secs(30),
-            window_rows: 100_000,
-            window_bytes: 64 << 20,
+            window_rows: 200_000,
+            window_bytes: 128 << 20,
             retention: None,
             gate: VehicleGate::DISABLED,
             blob_access_attempts: 5,

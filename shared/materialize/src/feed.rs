@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use dq_cloudevent::RawRow;
 use dq_lake::duckdb::{params_from_iter, Connection};
-use dq_lake::Lake;
+use dq_lake::{db_error, Redactor};
 use serde::Deserialize;
 
 use crate::Result;
@@ -121,7 +121,7 @@ pub use dq_cloudevent::time::sql_literal as ts_literal;
 /// payloads (`data`, `data_base64`) reach `max_bytes`. One statement per call: the keyset sort
 /// of a span is paid once per window, not once per small page.
 pub fn read_chunk(
-    lake: &Lake,
+    redactor: &Redactor,
     conn: &Connection,
     source: Source,
     after: Option<&Keyset>,
@@ -170,7 +170,7 @@ pub fn read_chunk(
     );
     let mut stmt = conn
         .prepare(&sql)
-        .map_err(|e| lake.error("read raw_events", e))?;
+        .map_err(|e| db_error(redactor, "read raw_events", e))?;
     let rows = stmt
         .query_map(params_from_iter(params), |r| {
             let subject: Option<String> = r.get(0)?;
@@ -206,11 +206,11 @@ pub fn read_chunk(
                 },
             })
         })
-        .map_err(|e| lake.error("read raw_events", e))?;
+        .map_err(|e| db_error(redactor, "read raw_events", e))?;
     let mut out = Vec::new();
     let mut bytes = 0usize;
     for row in rows {
-        let row = row.map_err(|e| lake.error("read raw_events", e))?;
+        let row = row.map_err(|e| db_error(redactor, "read raw_events", e))?;
         bytes += row.inline_bytes();
         out.push(row);
         if bytes >= max_bytes {

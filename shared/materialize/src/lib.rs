@@ -3,8 +3,9 @@
 //! (the Go system's protocol; issue 4 where it differs).
 //!
 //! A *span* is the inserts of raw_events snapshots `(cursor, to]`, `to` bounded by
-//! `MATERIALIZER_MAX_SNAPSHOT_SPAN`. It is read in keyset-ordered windows bounded by rows and
-//! payload bytes; every window is decoded and written in its own transaction with idempotent
+//! `MATERIALIZER_MAX_SNAPSHOT_SPAN` (stretched while small snapshots fit one window). It is read
+//! in keyset-ordered windows bounded by rows and payload bytes, the next one read ahead while
+//! the current one is written; every window is decoded and written in its own transaction with idempotent
 //! inserts, and only the final window moves the cursor, with a CAS, in the same transaction as
 //! its rows. So the cursor has moved ⇔ every window of the span is durable, and a crash or a
 //! lost race replays a span harmlessly. Every window that writes also compare-and-swaps the
@@ -25,6 +26,7 @@
 //! - [`rollup`]: the rollup definitions, per-subject refresh, full rebuild, diff.
 //! - [`shard`]: [`Shard`], the buckets one of several materializers decodes, and its names.
 //! - `pass.rs`: [`Materializer`]: spans, drains, backfill, prune, audit.
+//! - `read.rs`: reading and decoding a window, and reading the next one ahead.
 //! - [`invoke`]: request parsing and dispatch for the Lambda and the local binary.
 //! - [`metrics`]: CloudWatch EMF lines.
 //! - [`summary`]: the `Serialize` reports.
@@ -39,6 +41,7 @@ pub mod invoke;
 pub mod metrics;
 pub mod own_writer;
 mod pass;
+mod read;
 pub mod resolve;
 pub mod rollup;
 pub mod shard;

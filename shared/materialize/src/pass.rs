@@ -6,17 +6,16 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use dq_blob::BlobStore;
-use dq_cloudevent::{types, RawEvent};
-use dq_decode::decode_batch;
+use dq_cloudevent::types;
 use dq_lake::duckdb::Connection;
-use dq_lake::{progress, quote, Lake};
+use dq_lake::{progress, Lake};
 use dq_lease::{Clock, Lease, LeaseGuard, SystemClock};
 use tracing::{debug, error, info, instrument, warn};
 
 use crate::config::Config;
-use crate::feed::{self, FeedRow, Keyset, Resume, Source};
+use crate::feed::{self, Keyset, Resume, Source};
 use crate::own_writer::{self, DataFiles};
-use crate::resolve::{self, Voided};
+use crate::read::{now, ReadAhead, ReadOut, Window, WindowReader};
 use crate::shard::Shard;
 use crate::summary::{
     micros_since, AuditReport, BackfillSummary, Counts, LeaseInfo, Outcome, Phases, PruneSummary,
@@ -34,12 +33,6 @@ pub const CHUNK_ROWS: usize = 512;
 pub const PROGRESS_INTERVAL: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// Idle keepalive of the consumer-progress row (Go `progressKeepaliveInterval`).
 pub const PROGRESS_KEEPALIVE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
-
-/// "Now" for decode skew, lag, retention and progress throttling, from the one [`Clock`] the
-/// lease uses too (millisecond precision is plenty for all four).
-fn now(clock: &dyn Clock) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(clock.now_millis()).unwrap_or(DateTime::<Utc>::MAX_UTC)
-}
 
 /// A stored cursor as the seeding and merging rules count it: an unreadable one as 0, which
 /// can only make a row start earlier (re-decoding is idempotent).
@@ -281,7 +274,7 @@ impl MaterializerBuilder {
         self
     }
 
-    /// Raw rows per window (default 100 000) and payload bytes per window (default 64 MiB).
+    /// Raw rows per window (default 200 000) and payload bytes per window (default 128 MiB).
     pub fn window(mut self, rows: usize, bytes: usize) -> Self {
         self.0.config.window_rows = rows.max(1);
         self.0.config.window_bytes = bytes.max(1);
@@ -349,6 +342,9 @@ pub struct Materializer {
     chunk_rows: usize,
     progress: Mutex<ProgressState>,
     metrics: dq_metrics::Emitter,
+    /// The next window, being read while this one is written ([`ReadAhead`]): of the same span,
+    /// or in a drain the first of the next span.
+    read_ahead: Mutex<Option<ReadAhead>>,
 }
 
 impl std::fmt::Debug for Materializer {
@@ -375,6 +371,28 @@ enum Commit {
 /// maintenance) before the span is abandoned, to resume at the next run.
 const WINDOW_CONFLICT_ATTEMPTS: u64 = 12;
 
+/// How far past `MATERIALIZER_MAX_SNAPSHOT_SPAN` a span of small snapshots may stretch (a
+/// multiple of it): the change feed of a span is read once per window, so a span of thousands of
+/// inlined inserts is still bounded.
+const SPAN_STRETCH: i64 = 16;
+
+/// `floor` (the snapshot bound of a span), stretched toward `cap` while the raw rows the span's
+/// snapshots added (`added`: ascending `(snapshot, rows)` in `(cur, cap]`) stay within `budget`.
+/// A snapshot that alone exceeds it ends the span when no rows come before it (a span of only
+/// empty snapshots would commit a window of nothing), and starts the next one otherwise.
+fn stretched_end(floor: i64, cap: i64, added: &[(i64, u64)], budget: u64) -> i64 {
+    let mut total = 0u64;
+    for &(snapshot, rows) in added {
+        let next = total.saturating_add(rows);
+        if next > budget {
+            let end = if total == 0 { snapshot } else { snapshot - 1 };
+            return end.max(floor);
+        }
+        total = next;
+    }
+    cap.max(floor)
+}
+
 /// The pause before re-running a window that lost a commit race: growing with the attempt,
 /// with jitter so racing shards do not collide again in lockstep.
 fn conflict_backoff(attempt: u64) -> Duration {
@@ -399,14 +417,8 @@ struct SpanPlan {
     after: Option<Keyset>,
     /// Stop between windows once this has passed.
     deadline: Option<Instant>,
-}
-
-/// One window read and decoded.
-struct Window {
-    plan: WindowPlan,
-    exhausted: bool,
-    /// Raw rows the window read, of every shard.
-    scanned: u64,
+    /// Read the next span's first window ahead ([`Materializer::run_span_as`]).
+    next_span: bool,
 }
 
 impl Materializer {
@@ -421,6 +433,7 @@ impl Materializer {
             chunk_rows: CHUNK_ROWS,
             progress: Mutex::new(ProgressState::default()),
             metrics: metrics::emitter(),
+            read_ahead: Mutex::new(None),
         })
     }
 
@@ -434,6 +447,11 @@ impl Materializer {
     /// Other errors leave the lake as it is. A reopening that fails (the catalog is still down)
     /// keeps the old lake, and the next failed invocation tries again.
     pub fn recover_from(&mut self, error: &Error) {
+        // A window read ahead on the old instance is not worth waiting for.
+        self.read_ahead
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if !self.lake.needs_reopen(&error.to_string()) {
             return;
         }
@@ -583,6 +601,120 @@ impl Materializer {
             .map_err(|e| self.lake.error("read head snapshot", e).into())
     }
 
+    /// The last snapshot of a span after `cur`: `MATERIALIZER_MAX_SNAPSHOT_SPAN` snapshots, or
+    /// more while the raw rows they added still fit one window. Every window of a span costs
+    /// about the same catalog work (a file per bucket and day it touches, their registration
+    /// and commit), so small snapshots (din's quiet-lake bundles, a backlog of them) are
+    /// decoded in full windows rather than one small window per span; a busy lake's snapshots
+    /// fill a window long before the snapshot bound.
+    fn span_end(&self, cur: i64, head: i64) -> Result<i64> {
+        let span = self.config.max_snapshot_span;
+        let floor = head.min(cur.saturating_add(span));
+        if floor >= head {
+            return Ok(floor);
+        }
+        let cap = head.min(cur.saturating_add(span.saturating_mul(SPAN_STRETCH)));
+        let added = dq_lake::raw::inserted_rows(&self.lake, cur, cap)?;
+        Ok(stretched_end(
+            floor,
+            cap,
+            &added,
+            self.config.window_rows as u64,
+        ))
+    }
+
+    /// The reader of windows, owning what it needs.
+    fn reader(&self) -> WindowReader {
+        WindowReader {
+            redactor: self.lake.redactor().clone(),
+            blobs: self.blobs.clone(),
+            config: self.config.clone(),
+            chunk_rows: self.chunk_rows,
+            clock: self.clock.clone(),
+        }
+    }
+
+    /// Starts reading the window of `source` after `after` ahead, on a connection of its own.
+    fn start_read_ahead(&self, source: Source, after: Option<Keyset>) -> Result<()> {
+        let ahead = ReadAhead::start(self.reader(), self.lake.connect()?, source, after);
+        *self.read_ahead.lock().unwrap_or_else(|p| p.into_inner()) = ahead;
+        Ok(())
+    }
+
+    /// The first window of the span after `cur`, read ahead by the span before, with the span's
+    /// end: `None` when none was read, it read nothing, or it failed (the span is then planned
+    /// and read in turn, which meets the same failure where it is handled).
+    async fn read_ahead_of(
+        &self,
+        cur: i64,
+        head: i64,
+        phases: &mut Phases,
+    ) -> Option<(i64, ReadOut)> {
+        let ahead = self
+            .read_ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()?;
+        let t0 = Instant::now();
+        let Source::Changes { from, to } = ahead.source() else {
+            drop(ahead.finish().await);
+            return None;
+        };
+        let span_start = ahead.reads(ahead.source(), None);
+        let out = ahead.finish().await;
+        phases.read_wait_us += micros_since(t0);
+        match out {
+            Some(Ok(out)) if span_start && from == cur && to <= head && out.window.scanned > 0 => {
+                Some((to, out))
+            }
+            _ => None,
+        }
+    }
+
+    /// Waits for a window read ahead that nothing will use (the drain stopped), so its thread
+    /// is not left reading after the call returns.
+    async fn settle_read_ahead(&self) {
+        let ahead = self
+            .read_ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(ahead) = ahead {
+            drop(ahead.finish().await);
+        }
+    }
+
+    /// The window of `source` after `after`: the one read ahead when it is that window, else
+    /// read now on `conn`.
+    async fn next_window(
+        &self,
+        conn: &Connection,
+        source: Source,
+        after: &mut Option<Keyset>,
+        counts: &mut Counts,
+        oldest_event: &mut Option<DateTime<Utc>>,
+    ) -> Result<Window> {
+        let ahead = self
+            .read_ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(ahead) = ahead {
+            let wanted = ahead.reads(source, after.as_ref());
+            let t0 = Instant::now();
+            let out = ahead.finish().await;
+            if wanted {
+                counts.phases.read_wait_us += micros_since(t0);
+                if let Some(out) = out {
+                    return Ok(out?.into_window(after, counts, oldest_event));
+                }
+            }
+        }
+        self.reader()
+            .read(conn, source, after, counts, oldest_event)
+            .await
+    }
+
     /// Reports `id` to din's consumer floor: hot path throttled to one per 5 s and only on
     /// change; `now` (caught up, reset) reports a change at once and re-stamps an unchanged id
     /// every 5 min. Best effort: a failure is logged and retried later.
@@ -624,15 +756,20 @@ impl Materializer {
         lease: Option<&LeaseSession>,
         deadline: Option<Instant>,
     ) -> Result<SpanSummary> {
-        self.run_span_as(Writer::of(lease)?, deadline).await
+        let span = self.run_span_as(Writer::of(lease)?, deadline, false).await;
+        self.settle_read_ahead().await;
+        span
     }
 
     /// Runs one span as `writer` (see [`Self::run_span_until`]).
     #[instrument(skip_all, fields(fence = writer.fence))]
+    /// With `next_span` (a drain, which runs the next span right after) the last window of the
+    /// span reads the next span's first window ahead.
     pub(crate) async fn run_span_as(
         &self,
         writer: Writer<'_>,
         deadline: Option<Instant>,
+        next_span: bool,
     ) -> Result<SpanSummary> {
         let lease = writer.lease;
         let mut s = SpanSummary {
@@ -664,10 +801,18 @@ impl Materializer {
         }
         // A span cut short continues after its committed windows, over the same snapshots.
         let resume = resume.filter(|r| r.to > cur && r.to <= head);
-        let to = resume.as_ref().map_or_else(
-            || head.min(cur.saturating_add(self.config.max_snapshot_span)),
-            |r| r.to,
-        );
+        // The span before read this span's first window ahead: the span is the one it read,
+        // unless it read nothing (only dq's own snapshots: the span then runs to the head, so
+        // that it finds the feed caught up).
+        let first = match resume {
+            None => self.read_ahead_of(cur, head, &mut s.counts.phases).await,
+            Some(_) => None,
+        };
+        let to = match (resume.as_ref(), first.as_ref()) {
+            (Some(r), _) => r.to,
+            (None, Some((to, _))) => *to,
+            (None, None) => self.span_end(cur, head)?,
+        };
         s.to = to;
         s.resumed = resume.is_some();
         let started = Instant::now();
@@ -677,8 +822,10 @@ impl Materializer {
             head,
             after: resume.map(|r| r.after),
             deadline,
+            next_span,
         };
-        match self.decode_span(&span, writer, fence, &mut s).await {
+        let first = first.map(|(_, out)| out);
+        match self.decode_span(&span, writer, fence, &mut s, first).await {
             Ok(()) => {}
             Err(
                 e @ (Error::TransientBlob(_)
@@ -775,6 +922,7 @@ impl Materializer {
         writer: Writer<'_>,
         mut fence: Option<i64>,
         s: &mut SpanSummary,
+        mut first: Option<ReadOut>,
     ) -> Result<()> {
         let SpanPlan { cur, to, head, .. } = *span;
         let source = Source::Changes { from: cur, to };
@@ -793,9 +941,13 @@ impl Materializer {
                 s.outcome = Outcome::Yielded;
                 return Ok(());
             }
-            let mut window = self
-                .read_window(&conn, source, &mut after, &mut s.counts, &mut oldest_event)
-                .await?;
+            let mut window = match first.take() {
+                Some(out) => out.into_window(&mut after, &mut s.counts, &mut oldest_event),
+                None => {
+                    self.next_window(&conn, source, &mut after, &mut s.counts, &mut oldest_event)
+                        .await?
+                }
+            };
             scanned += window.scanned;
             // Reading (blob fetches) and decoding are the long phases: renew before writing.
             writer.renew().await?;
@@ -805,7 +957,8 @@ impl Materializer {
                 s.outcome = Outcome::CaughtUp;
                 return Ok(());
             }
-            let pause = !window.exhausted && span.deadline.is_some_and(|d| Instant::now() >= d);
+            let late = span.deadline.is_some_and(|d| Instant::now() >= d);
+            let pause = !window.exhausted && late;
             // A window with nothing to write cannot duplicate anything: no fence needed, unless
             // it is the last of this invocation and must record how far the span got.
             if window.exhausted || pause || !window.plan.writes_nothing() {
@@ -825,6 +978,18 @@ impl Materializer {
                     fence,
                     resume,
                 ));
+            }
+            // The next window is read while this one is written.
+            if !late {
+                if !window.exhausted {
+                    self.start_read_ahead(source, after.clone())?;
+                } else if span.next_span && to < head {
+                    let next = Source::Changes {
+                        from: to,
+                        to: self.span_end(to, head)?,
+                    };
+                    self.start_read_ahead(next, None)?;
+                }
             }
             let mut attempt = 0;
             let committed = loop {
@@ -874,142 +1039,6 @@ impl Materializer {
                 return Ok(());
             }
         }
-    }
-
-    /// Reads, resolves and decodes one window after `after`.
-    async fn read_window(
-        &self,
-        conn: &Connection,
-        source: Source,
-        after: &mut Option<Keyset>,
-        counts: &mut Counts,
-        oldest_event: &mut Option<DateTime<Utc>>,
-    ) -> Result<Window> {
-        let mut events: Vec<RawEvent> = Vec::new();
-        let mut plan = WindowPlan::default();
-        let (mut raw, mut bytes, mut exhausted) = (0usize, 0usize, false);
-        let mut owned = 0usize;
-        loop {
-            let limit = (self.config.window_rows - raw).max(1);
-            let budget = self.config.window_bytes.saturating_sub(bytes).max(1);
-            let t0 = Instant::now();
-            let rows = feed::read_chunk(&self.lake, conn, source, after.as_ref(), limit, budget)?;
-            counts.phases.feed_read_us += micros_since(t0);
-            debug!(
-                rows = rows.len(),
-                took_ms = t0.elapsed().as_millis() as u64,
-                "feed read"
-            );
-            // Fewer rows than asked and under the byte budget: nothing more in the span.
-            let more = rows.len() == limit
-                || rows.iter().map(FeedRow::inline_bytes).sum::<usize>() >= budget;
-            let mut rows = rows.into_iter().peekable();
-            let mut over_budget = false;
-            // Payloads are resolved (blobs fetched) a chunk at a time so a window of blob rows
-            // stops at the byte budget; rows read past it are dropped and re-read next window.
-            while rows.peek().is_some() {
-                let chunk: Vec<FeedRow> = rows.by_ref().take(self.chunk_rows).collect();
-                // The keyset position comes from the raw scan, before any poison drop.
-                if let Some(last) = chunk.last() {
-                    *after = Some(last.key.clone());
-                }
-                for r in &chunk {
-                    let t = r.row.time;
-                    *oldest_event = Some(oldest_event.map_or(t, |o| o.min(t)));
-                }
-                raw += chunk.len();
-                // Other shards' rows are dropped before their blobs are fetched.
-                let shard = self.config.shard;
-                let own: Vec<_> = chunk
-                    .into_iter()
-                    .map(|r| r.row)
-                    .filter(|r| shard.owns(&r.subject))
-                    .collect();
-                owned += own.len();
-                let t0 = Instant::now();
-                let resolved =
-                    resolve::resolve(own, self.blobs.as_ref(), self.config.blob_access_attempts)
-                        .await?;
-                counts.phases.resolve_us += micros_since(t0);
-                bytes += resolved.bytes;
-                events.extend(resolved.events);
-                plan.voided.extend(resolved.voided);
-                for (k, v) in resolved.poison {
-                    *counts.poison.entry(k).or_default() += v;
-                }
-                if bytes >= self.config.window_bytes {
-                    over_budget = rows.peek().is_some();
-                    break;
-                }
-            }
-            if !more && !over_budget {
-                exhausted = true;
-                break;
-            }
-            if raw >= self.config.window_rows || bytes >= self.config.window_bytes {
-                break;
-            }
-        }
-        counts.raw_rows += owned as u64;
-        // Tombstones: of this window, and any already in the lake for these events (issue 4).
-        let mut voided: BTreeSet<Voided> = plan.voided.clone();
-        let t0 = Instant::now();
-        voided.extend(self.lake_tombstones(conn, &events)?);
-        counts.phases.tombstones_us += micros_since(t0);
-        let before = events.len();
-        events.retain(|e| !voided.contains(&(e.header.subject.clone(), e.header.id.clone())));
-        counts.voided += (before - events.len()) as u64;
-        let t0 = Instant::now();
-        let out = decode_batch(&events, &self.config.gate, now(self.clock.as_ref()));
-        counts.phases.decode_us += micros_since(t0);
-        debug!(
-            events = events.len(),
-            took_ms = t0.elapsed().as_millis() as u64,
-            "window decoded"
-        );
-        counts.duplicates += out.duplicates as u64;
-        counts.skipped += (out.skipped + out.gated) as u64;
-        counts.decode_failures += out.failures.len() as u64;
-        for f in &out.failures {
-            let reason = f.errors.first().map_or("unknown", |e| e.reason());
-            warn!(cloud_event_id = %f.cloud_event_id, source = %f.source, reason, "decode failure");
-            *counts.poison.entry(reason.to_owned()).or_default() += 1;
-        }
-        counts.decoded_signal_rows += out.signal_rows.len() as u64;
-        counts.decoded_event_rows += out.event_rows.len() as u64;
-        plan.signals = out.signal_rows;
-        plan.events = out.event_rows;
-        Ok(Window {
-            plan,
-            exhausted,
-            scanned: raw as u64,
-        })
-    }
-
-    /// Tombstones at rest voiding any of `events` (a tombstone may precede a redelivery).
-    fn lake_tombstones(&self, conn: &Connection, events: &[RawEvent]) -> Result<Vec<Voided>> {
-        if events.is_empty() {
-            return Ok(Vec::new());
-        }
-        let subjects: BTreeSet<&str> = events.iter().map(|e| e.header.subject.as_str()).collect();
-        let list = subjects
-            .iter()
-            .map(|s| quote(s))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!(
-            "SELECT subject, voids_id FROM lake.raw_events WHERE type = '{}' \
-             AND voids_id IS NOT NULL AND subject IN ({list})",
-            types::TOMBSTONE
-        );
-        let mut stmt = conn
-            .prepare(&sql)
-            .map_err(|e| self.lake.error("read tombstones", e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.lake.error("read tombstones", e))?;
-        Ok(rows)
     }
 
     /// Stages and writes one window in one transaction: the progress-row CAS (the fence that
@@ -1205,7 +1234,13 @@ impl Materializer {
     ) -> Result<RunSummary> {
         let mut run = RunSummary::default();
         loop {
-            let span = self.run_span_until(lease, deadline).await?;
+            let span = match self.run_span_as(Writer::of(lease)?, deadline, true).await {
+                Ok(span) => span,
+                Err(e) => {
+                    self.settle_read_ahead().await;
+                    return Err(e);
+                }
+            };
             run.push(&span);
             match span.outcome {
                 Outcome::Committed | Outcome::CursorReset => {}
@@ -1219,6 +1254,7 @@ impl Materializer {
                 break;
             }
         }
+        self.settle_read_ahead().await;
         self.emit(&metrics::run_metrics(&run));
         Ok(run)
     }
@@ -1322,7 +1358,8 @@ impl Materializer {
         loop {
             writer.renew().await?;
             let mut window = self
-                .read_window(conn, source, &mut after, counts, &mut oldest)
+                .reader()
+                .read(conn, source, &mut after, counts, &mut oldest)
                 .await?;
             // A conflict here means a concurrent writer touched the same rows or the progress
             // row: re-read its fence and retry the window.
@@ -1646,6 +1683,39 @@ mod tests {
             Utc.timestamp_opt(1_750_000_000, 250_000_000).unwrap()
         );
         assert!(now(&SystemClock) > Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap());
+    }
+
+    #[test]
+    fn a_span_stretches_only_while_its_snapshots_fit_one_window() {
+        // Snapshots 11..=14 are the snapshot bound (floor 14), the cap 30.
+        let small = [(11, 10), (13, 10), (16, 10), (20, 10), (25, 70)];
+        assert_eq!(
+            stretched_end(14, 30, &small, 100),
+            24,
+            "the one that overflows stays out"
+        );
+        assert_eq!(
+            stretched_end(14, 30, &small, 110),
+            30,
+            "all fit: up to the cap"
+        );
+        assert_eq!(stretched_end(14, 30, &[], 100), 30, "inlined inserts only");
+        let busy = [(11, 80), (12, 80), (16, 10)];
+        assert_eq!(
+            stretched_end(14, 30, &busy, 100),
+            14,
+            "never below the snapshot bound"
+        );
+        assert_eq!(
+            stretched_end(14, 14, &small, 1_000),
+            14,
+            "the cap is the head"
+        );
+        assert_eq!(
+            stretched_end(14, 30, &[(20, 500), (21, 10)], 100),
+            20,
+            "a snapshot larger than a window after only empty ones ends the span"
+        );
     }
 
     #[test]

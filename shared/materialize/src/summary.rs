@@ -42,6 +42,8 @@ pub struct Counts {
     /// Windows that staged only the rows that may be at rest (the own writer's files carrying
     /// the rest), found one at rest (a replay) and ran again with every row staged.
     pub restaged: u64,
+    /// Windows read and decoded ahead, while the window before them was written.
+    pub read_ahead: u64,
     /// Signal rows inserted (after the write-key anti-join).
     pub signal_rows: u64,
     /// Event rows inserted.
@@ -67,7 +69,9 @@ pub struct Counts {
 }
 
 /// Wall time per phase of decoding work, in microseconds, summed over windows (a window that
-/// lost a commit race counts its staging, statements and commit attempt again). The
+/// lost a commit race counts its staging, statements and commit attempt again). A window read
+/// ahead is read and decoded while the window before it is written: its read phases overlap
+/// that write, and [`Phases::read_wait_us`] is what the drain waited for them. The
 /// materializer bench prints them beside each phase's floor, so the next bottleneck shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Phases {
@@ -79,6 +83,10 @@ pub struct Phases {
     pub tombstones_us: u64,
     /// Decoding (pure Rust, on every core).
     pub decode_us: u64,
+    /// Waiting for a window read ahead: the part of its feed read, resolve, tombstones and
+    /// decode (counted above, beside the write of the window before) that the write did not
+    /// hide.
+    pub read_wait_us: u64,
     /// Decoded rows into the TEMP staging tables (Arrow batches, the appender): every row, or
     /// with the own writer only the rollup delta and the rows that may be at rest.
     pub stage_us: u64,
@@ -98,6 +106,7 @@ impl Phases {
         self.resolve_us += other.resolve_us;
         self.tombstones_us += other.tombstones_us;
         self.decode_us += other.decode_us;
+        self.read_wait_us += other.read_wait_us;
         self.stage_us += other.stage_us;
         self.write_us += other.write_us;
         self.rollup_us += other.rollup_us;
@@ -105,12 +114,13 @@ impl Phases {
     }
 
     /// The phases in pipeline order, named as in the JSON.
-    pub fn named(&self) -> [(&'static str, u64); 8] {
+    pub fn named(&self) -> [(&'static str, u64); 9] {
         [
             ("feed_read", self.feed_read_us),
             ("resolve", self.resolve_us),
             ("tombstones", self.tombstones_us),
             ("decode", self.decode_us),
+            ("read_wait", self.read_wait_us),
             ("stage", self.stage_us),
             ("write", self.write_us),
             ("of which rollup", self.rollup_us),
@@ -131,6 +141,7 @@ impl Counts {
         self.raw_rows += other.raw_rows;
         self.conflicts += other.conflicts;
         self.restaged += other.restaged;
+        self.read_ahead += other.read_ahead;
         self.signal_rows += other.signal_rows;
         self.event_rows += other.event_rows;
         self.decoded_signal_rows += other.decoded_signal_rows;

@@ -22,7 +22,7 @@ pub fn all_raw_rows(
 ) -> crate::resolve::Resolved {
     let conn = lake.connect().unwrap();
     let rows = read_chunk(
-        lake,
+        lake.redactor(),
         &conn,
         Source::Range {
             from: Utc.timestamp_opt(0, 0).unwrap(),
@@ -189,7 +189,7 @@ pub async fn run_span_bypassing_lease(
     m: &crate::Materializer,
     fence: i64,
 ) -> crate::Result<crate::SpanSummary> {
-    m.run_span_as(crate::pass::Writer::bypassing_lease(fence), None)
+    m.run_span_as(crate::pass::Writer::bypassing_lease(fence), None, false)
         .await
 }
 

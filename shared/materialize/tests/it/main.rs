@@ -12,6 +12,7 @@
 //! - `maintenance.rs`: the drain yielding to a waiting maintenance run; chunked prune/backfill.
 //! - `metrics.rs`: the EMF lines of a drain (stage/function dimensions).
 //! - `own_writer.rs`: new signal rows as registered Parquet files (issue 20).
+//! - `read_ahead.rs`: the next window read while this one is written; spans stretched to a window.
 // Integration-test helpers fail their test by panicking, like the #[test] bodies clippy.toml exempts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::panic, clippy::indexing_slicing)]
@@ -23,6 +24,7 @@ mod metrics;
 mod own_writer;
 mod parallel;
 mod poison;
+mod read_ahead;
 mod renewal;
 mod resume;
 mod rollups;
