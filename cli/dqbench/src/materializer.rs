@@ -182,11 +182,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 }
                 _ => "—".into(),
             };
+            // A phase that took no time shown to a tenth of a second has no meaningful rate.
+            let alone = if secs < 0.05 {
+                "—".to_string()
+            } else {
+                format!("{:.0}", f.raw_rows as f64 / secs)
+            };
             breakdown.push_str(&format!(
-                "| {} | {phase} | {secs:.1} | {:.0} % | {:.0} | {floor} |\n",
+                "| {} | {phase} | {secs:.1} | {:.0} % | {alone} | {floor} |\n",
                 f.catalog,
                 100.0 * secs / f.materialize.as_secs_f64().max(1e-9),
-                f.raw_rows as f64 / secs.max(1e-9),
             ));
         }
     }
