@@ -1687,35 +1687,27 @@ mod tests {
 
     #[test]
     fn a_span_stretches_only_while_its_snapshots_fit_one_window() {
-        // Snapshots 11..=14 are the snapshot bound (floor 14), the cap 30.
-        let small = [(11, 10), (13, 10), (16, 10), (20, 10), (25, 70)];
-        assert_eq!(
-            stretched_end(14, 30, &small, 100),
-            24,
-            "the one that overflows stays out"
-        );
-        assert_eq!(
-            stretched_end(14, 30, &small, 110),
-            30,
-            "all fit: up to the cap"
-        );
-        assert_eq!(stretched_end(14, 30, &[], 100), 30, "inlined inserts only");
-        let busy = [(11, 80), (12, 80), (16, 10)];
-        assert_eq!(
-            stretched_end(14, 30, &busy, 100),
-            14,
-            "never below the snapshot bound"
-        );
-        assert_eq!(
-            stretched_end(14, 14, &small, 1_000),
-            14,
-            "the cap is the head"
-        );
-        assert_eq!(
-            stretched_end(14, 30, &[(20, 500), (21, 10)], 100),
-            20,
-            "a snapshot larger than a window after only empty ones ends the span"
-        );
+        // Snapshots 11..=14 are the snapshot bound (floor 14).
+        type Added<'a> = &'a [(i64, u64)];
+        let small: Added = &[(11, 10), (13, 10), (16, 10), (20, 10), (25, 70)];
+        let busy: Added = &[(11, 80), (12, 80), (16, 10)];
+        let cases: [(&str, i64, Added, u64, i64); 6] = [
+            ("the one that overflows stays out", 30, small, 100, 24),
+            ("all fit: up to the cap", 30, small, 110, 30),
+            ("inlined inserts only", 30, &[], 100, 30),
+            ("never below the snapshot bound", 30, busy, 100, 14),
+            ("the cap is the head", 14, small, 1_000, 14),
+            (
+                "a snapshot larger than a window after only empty ones ends the span",
+                30,
+                &[(20, 500), (21, 10)],
+                100,
+                20,
+            ),
+        ];
+        for (why, cap, added, budget, end) in cases {
+            assert_eq!(stretched_end(14, cap, added, budget), end, "{why}");
+        }
     }
 
     #[test]

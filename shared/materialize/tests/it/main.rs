@@ -148,6 +148,14 @@ pub fn as_base64(mut e: RawEvent) -> RawEvent {
     e
 }
 
+/// The decoded tables equal the oracle over the raw rows, and the audit is clean.
+pub fn assert_decoded_everything(rt: &tokio::runtime::Runtime, m: &Materializer) {
+    let (signals, events) = expected(rt, m.lake(), None);
+    assert_eq!(stored_signals(m.lake()), signals);
+    assert_eq!(stored_events(m.lake()), events);
+    assert!(m.audit().unwrap().clean);
+}
+
 /// Drains until caught up; returns the total raw rows read.
 pub fn drain(rt: &tokio::runtime::Runtime, m: &Materializer) -> dq_materialize::RunSummary {
     let mut total = dq_materialize::RunSummary::default();

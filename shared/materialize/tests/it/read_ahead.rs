@@ -30,13 +30,6 @@ fn write_bundle(rt: &tokio::runtime::Runtime, m: &Materializer, tag: &str, rows:
         .unwrap();
 }
 
-fn assert_decoded_everything(rt: &tokio::runtime::Runtime, m: &Materializer) {
-    let (signals, events) = expected(rt, m.lake(), None);
-    assert_eq!(stored_signals(m.lake()), signals);
-    assert_eq!(stored_events(m.lake()), events);
-    assert!(m.audit().unwrap().clean);
-}
-
 fn a_drain_reads_every_window_ahead_once(backend: Backend) {
     let t = TestLake::new(backend);
     let rt = runtime();

@@ -53,13 +53,6 @@ fn cut_short(rt: &tokio::runtime::Runtime, m: &Materializer) -> SpanSummary {
         .unwrap()
 }
 
-fn assert_decoded_everything(rt: &tokio::runtime::Runtime, m: &Materializer) {
-    let (signals, events) = expected(rt, m.lake(), None);
-    assert_eq!(stored_signals(m.lake()), signals);
-    assert_eq!(stored_events(m.lake()), events);
-    assert!(m.audit().unwrap().clean);
-}
-
 fn a_span_cut_short_resumes_after_its_committed_windows(backend: Backend) {
     let t = TestLake::new(backend);
     let rt = runtime();
