@@ -650,11 +650,7 @@ impl Materializer {
         head: i64,
         phases: &mut Phases,
     ) -> Option<(i64, ReadOut)> {
-        let ahead = self
-            .read_ahead
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()?;
+        let ahead = self.take_read_ahead()?;
         let t0 = Instant::now();
         let Source::Changes { from, to } = ahead.source() else {
             drop(ahead.finish().await);
@@ -671,14 +667,18 @@ impl Materializer {
         }
     }
 
+    /// The window being read ahead, if any, taken out of its slot.
+    fn take_read_ahead(&self) -> Option<ReadAhead> {
+        self.read_ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
     /// Waits for a window read ahead that nothing will use (the drain stopped), so its thread
     /// is not left reading after the call returns.
     async fn settle_read_ahead(&self) {
-        let ahead = self
-            .read_ahead
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let ahead = self.take_read_ahead();
         if let Some(ahead) = ahead {
             drop(ahead.finish().await);
         }
@@ -694,11 +694,7 @@ impl Materializer {
         counts: &mut Counts,
         oldest_event: &mut Option<DateTime<Utc>>,
     ) -> Result<Window> {
-        let ahead = self
-            .read_ahead
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let ahead = self.take_read_ahead();
         if let Some(ahead) = ahead {
             let wanted = ahead.reads(source, after.as_ref());
             let t0 = Instant::now();
