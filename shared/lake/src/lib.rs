@@ -70,16 +70,22 @@ pub const METADATA: &str = "__ducklake_metadata_lake";
 /// The catalog could not be read.
 pub fn table_exists(conn: &duckdb::Connection, table: &str) -> duckdb::Result<bool> {
     conn.query_row(
-        &format!(
-            "SELECT count(*) FROM {METADATA}.ducklake_table t \
-             JOIN {METADATA}.ducklake_schema sc ON sc.schema_id = t.schema_id \
-             WHERE sc.schema_name = 'main' AND t.table_name = ? \
-               AND t.end_snapshot IS NULL AND sc.end_snapshot IS NULL"
-        ),
+        &format!("SELECT count(*) FROM ({})", live_table_id_sql()),
         [table],
         |r| r.get::<_, i64>(0),
     )
     .map(|n| n > 0)
+}
+
+/// The metadata catalog's query for the id of the live table `main.<?>` (one parameter: the
+/// table's name; no row when there is no such table).
+pub(crate) fn live_table_id_sql() -> String {
+    format!(
+        "SELECT t.table_id FROM {METADATA}.ducklake_table t \
+         JOIN {METADATA}.ducklake_schema sc ON sc.schema_id = t.schema_id \
+         WHERE sc.schema_name = 'main' AND t.table_name = ? \
+           AND t.end_snapshot IS NULL AND sc.end_snapshot IS NULL"
+    )
 }
 
 /// An open embedded DuckDB with the lake attached. Clone connections with [`Lake::connect`].

@@ -130,11 +130,7 @@ pub fn layout(lake: &Lake) -> Result<Layout> {
 /// Reads [`Layout`] for any table of `lake.main`.
 pub fn table_layout(lake: &Lake, table: &str) -> Result<Layout> {
     let m = crate::METADATA;
-    let table_id = format!(
-        "(SELECT t.table_id FROM {m}.ducklake_table t \
-         JOIN {m}.ducklake_schema s ON s.schema_id = t.schema_id \
-         WHERE t.table_name = ? AND s.schema_name = 'main' AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL)"
-    );
+    let table_id = format!("({})", crate::live_table_id_sql());
     let columns = format!(
         "SELECT column_name, column_type, nulls_allowed FROM {m}.ducklake_column \
          WHERE table_id = {table_id} AND end_snapshot IS NULL AND parent_column IS NULL ORDER BY column_order"
@@ -178,12 +174,7 @@ pub fn inserted_rows(lake: &Lake, after: i64, upto: i64) -> Result<Vec<(i64, u64
     let table_id: Option<i64> = lake
         .conn()
         .query_row(
-            &format!(
-                "SELECT max(t.table_id) FROM {m}.ducklake_table t \
-                 JOIN {m}.ducklake_schema s ON s.schema_id = t.schema_id \
-                 WHERE t.table_name = ? AND s.schema_name = 'main' \
-                   AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL"
-            ),
+            &format!("SELECT max(table_id) FROM ({})", crate::live_table_id_sql()),
             [TABLE],
             |r| r.get(0),
         )
