@@ -256,13 +256,7 @@ fn file(schema: &Arc<Schema>, rows: &[&SignalRow]) -> Result<Vec<u8>> {
     let mut head = HeadBuilders::with_capacity(n);
     let mut own = ValueBuilders::with_capacity(n);
     for r in rows {
-        head.append(
-            &r.subject,
-            r.subject_bucket,
-            &r.source,
-            &r.producer,
-            &r.cloud_event_id,
-        );
+        head.append_signal(r);
         own.append(r);
     }
     let [subject, bucket, source, producer, ceid] = head.finish();

@@ -642,8 +642,10 @@ impl Materializer {
     }
 
     /// The first window of the span after `cur`, read ahead by the span before, with the span's
-    /// end: `None` when none was read, it read nothing, or it failed (the span is then planned
-    /// and read in turn, which meets the same failure where it is handled).
+    /// end: `None` when none was read, it is not this span's start, it read nothing, or it failed
+    /// (the span is then planned and read in turn, which meets the same failure where it is
+    /// handled). Only the wait for this span's start counts as `read_wait`, as in
+    /// [`Self::next_window`].
     async fn read_ahead_of(
         &self,
         cur: i64,
@@ -651,18 +653,18 @@ impl Materializer {
         phases: &mut Phases,
     ) -> Option<(i64, ReadOut)> {
         let ahead = self.take_read_ahead()?;
-        let t0 = Instant::now();
-        let Source::Changes { from, to } = ahead.source() else {
-            drop(ahead.finish().await);
-            return None;
+        let end = match ahead.source() {
+            Source::Changes { from, to } if from == cur && to <= head && ahead.starts_span() => {
+                Some(to)
+            }
+            _ => None,
         };
-        let span_start = ahead.reads(ahead.source(), None);
+        let t0 = Instant::now();
         let out = ahead.finish().await;
+        let end = end?;
         phases.read_wait_us += micros_since(t0);
         match out {
-            Some(Ok(out)) if span_start && from == cur && to <= head && out.window.scanned > 0 => {
-                Some((to, out))
-            }
+            Some(Ok(out)) if out.window.scanned > 0 => Some((end, out)),
             _ => None,
         }
     }
@@ -757,10 +759,10 @@ impl Materializer {
         span
     }
 
-    /// Runs one span as `writer` (see [`Self::run_span_until`]).
+    /// Runs one span as `writer` (see [`Self::run_span_until`]). With `next_span` (a drain,
+    /// which runs the next span right after) the last window of the span reads the next span's
+    /// first window ahead.
     #[instrument(skip_all, fields(fence = writer.fence))]
-    /// With `next_span` (a drain, which runs the next span right after) the last window of the
-    /// span reads the next span's first window ahead.
     pub(crate) async fn run_span_as(
         &self,
         writer: Writer<'_>,

@@ -274,6 +274,11 @@ impl ReadAhead {
         self.source == source && self.after.as_ref() == after
     }
 
+    /// Whether it reads its source's first window (no position to start after).
+    pub(crate) fn starts_span(&self) -> bool {
+        self.after.is_none()
+    }
+
     /// The source it reads (a span's change feed, or a time range).
     pub(crate) fn source(&self) -> Source {
         self.source

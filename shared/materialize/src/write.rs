@@ -237,13 +237,7 @@ fn stage_batches(rows: &[SignalRow], positions: &[u32]) -> Result<(RecordBatch, 
             Some((h, id)) if same_head(h, r) => id,
             _ => {
                 head_id.append_value(next_head);
-                head.append(
-                    &r.subject,
-                    r.subject_bucket,
-                    &r.source,
-                    &r.producer,
-                    &r.cloud_event_id,
-                );
+                head.append_signal(r);
                 next_head += 1;
                 current = Some((r, next_head - 1));
                 next_head - 1
@@ -382,6 +376,17 @@ impl HeadBuilders {
         self.source.append_value(source);
         self.producer.append_value(producer);
         self.ceid.append_value(ceid);
+    }
+
+    /// [`Self::append`] with a signal row's head.
+    pub(crate) fn append_signal(&mut self, r: &SignalRow) {
+        self.append(
+            &r.subject,
+            r.subject_bucket,
+            &r.source,
+            &r.producer,
+            &r.cloud_event_id,
+        );
     }
 
     pub(crate) fn finish(mut self) -> [ArrayRef; 5] {
