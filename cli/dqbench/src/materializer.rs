@@ -161,19 +161,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     "decode-only (1 thread) {:.1} s",
                     f.decode_only.as_secs_f64()
                 ),
+                "prepare" => format!(
+                    "own-writer floor (arrow-rs Parquet, encoded and written) {:.1} s at its rate",
+                    f.signal_rows as f64
+                        / per_sec(f.own_writer.write.rows, f.own_writer.write.took).max(1e-9),
+                ),
                 "write" => {
                     let (list, glob, commit) = f.own_writer.per_file_ms();
                     let files = f.signal_files as f64 / 1e3;
                     format!(
-                        "decoded-rows floor (one INSERT of the signal rows) {:.1} s; own-writer \
-                         floor (arrow-rs Parquet) {:.1} s at its rate, plus registration calls \
-                         for the drain's {} signal files {:.1} s (as lists of paths; {:.1} s as \
-                         globs) at the floor's cost per file, whose COMMIT ({:.1} s at that \
-                         cost) stands for the catalog rows the windows' commits write for their \
-                         files already",
+                        "decoded-rows floor (one INSERT of the signal rows) {:.1} s; \
+                         registration calls for the drain's {} signal files {:.1} s (as lists \
+                         of paths; {:.1} s as globs) at the own-writer floor's cost per file, \
+                         whose COMMIT ({:.1} s at that cost) stands for the catalog rows the \
+                         windows' commits write for their files already",
                         f.decoded_floor.as_secs_f64(),
-                        f.signal_rows as f64
-                            / per_sec(f.own_writer.write.rows, f.own_writer.write.took).max(1e-9),
                         f.signal_files,
                         list * files,
                         glob * files,
@@ -220,8 +222,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          rows of the files, which the windows' commits already write for the files of their INSERTs). \
          Goal: ≥ 40,000 events/s on 2 cores (issue 20). Measured on {}.\n\n{table}\n\
          Where the drain's time went (wall time per phase, summed over windows; \"of which rollup\" is \
-         part of \"write\". A window read ahead is read, resolved and decoded on a thread of its own while \
-         the window before it is written, so those four phases overlap stage, write and commit, and \
+         part of \"write\". A window read ahead is read, resolved, decoded and prepared (the write-key dedup, the rollup \
+         delta, its Parquet files encoded) on a thread of its own while the window before it is \
+         written, so those five phases overlap stage, write and commit, and \
          \"read_wait\" is what the drain waited for them; the rest of the drain is outside the windows: each \
          span's position and cursor reads, consumer-progress reports, connections):\n\n{breakdown}",
         fleet.vehicles,

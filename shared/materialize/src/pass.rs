@@ -14,7 +14,7 @@ use tracing::{debug, error, info, instrument, warn};
 
 use crate::config::Config;
 use crate::feed::{self, Keyset, Resume, Source};
-use crate::own_writer::{self, DataFiles};
+use crate::own_writer::DataFiles;
 use crate::read::{now, ReadAhead, ReadOut, Window, WindowReader};
 use crate::shard::Shard;
 use crate::summary::{
@@ -636,7 +636,8 @@ impl Materializer {
 
     /// Starts reading the window of `source` after `after` ahead, on a connection of its own.
     fn start_read_ahead(&self, source: Source, after: Option<Keyset>) -> Result<()> {
-        let ahead = ReadAhead::start(self.reader(), self.lake.connect()?, source, after);
+        let prepare = self.data_files.get().map(Option::is_some);
+        let ahead = ReadAhead::start(self.reader(), self.lake.connect()?, source, after, prepare);
         *self.read_ahead.lock().unwrap_or_else(|p| p.into_inner()) = ahead;
         Ok(())
     }
@@ -925,6 +926,8 @@ impl Materializer {
         let SpanPlan { cur, to, head, .. } = *span;
         let source = Source::Changes { from: cur, to };
         let mut conn = self.lake.connect()?;
+        // Known before the first read-ahead starts, which prepares its rows for this writer.
+        self.data_files(&conn).await?;
         let mut after: Option<Keyset> = span.after.clone();
         let mut oldest_event: Option<DateTime<Utc>> = None;
         // Raw rows of every shard: a span with only other shards' rows still moves this cursor.
@@ -992,7 +995,7 @@ impl Materializer {
             let mut attempt = 0;
             let committed = loop {
                 match self
-                    .commit_window(&mut conn, &window.plan, writer, &mut s.counts.phases)
+                    .commit_window(&mut conn, &mut window.plan, writer, &mut s.counts.phases)
                     .await?
                 {
                     Commit::Conflict if attempt < WINDOW_CONFLICT_ATTEMPTS => {
@@ -1016,6 +1019,7 @@ impl Materializer {
                     }
                     s.counts.windows += 1;
                     s.counts.restaged += u64::from(applied.restaged);
+                    s.counts.prepared_ahead += u64::from(applied.prepared_ahead);
                     s.counts.signal_rows += applied.signal_rows;
                     s.counts.event_rows += applied.event_rows;
                     s.counts.deleted_rows += applied.deleted_rows;
@@ -1047,19 +1051,34 @@ impl Materializer {
     async fn commit_window(
         &self,
         conn: &mut Connection,
-        plan: &WindowPlan,
+        plan: &mut WindowPlan,
         writer: Writer<'_>,
         phases: &mut Phases,
     ) -> Result<Commit> {
         let data_files = self.data_files(conn).await?;
+        // Prepared where it was read (a read-ahead) for the writer it meets, or now. A retry
+        // after a lost race prepares again: its first attempt's files were removed.
+        let prepared_ahead = plan
+            .prepared
+            .as_ref()
+            .is_some_and(|p| p.files == data_files.is_some());
+        let mut prepared = match plan.prepared.take() {
+            Some(p) if prepared_ahead => p,
+            _ => {
+                let t0 = Instant::now();
+                let p = write::prepare(&plan.signals, data_files.is_some())?;
+                phases.prepare_us += micros_since(t0);
+                p
+            }
+        };
+        let encoded = std::mem::take(&mut prepared.encoded);
         let t0 = Instant::now();
-        let staged = write::stage(&self.lake, conn, plan, data_files.is_some())?;
+        let staged = write::stage(&self.lake, conn, plan, prepared)?;
         phases.stage_us += micros_since(t0);
         debug!(took_ms = t0.elapsed().as_millis() as u64, "window staged");
         let files = match data_files {
-            Some(files) if !staged.kept.is_empty() => {
+            Some(files) if !encoded.is_empty() => {
                 let t0 = Instant::now();
-                let encoded = own_writer::encode(&plan.signals, &staged.kept)?;
                 let rows = encoded.iter().map(|f| f.rows).sum();
                 let paths = files.put(encoded).await?;
                 phases.write_us += micros_since(t0);
@@ -1091,6 +1110,7 @@ impl Materializer {
                 Ok(Some(Commit::Done(applied))) => {
                     break Ok(Commit::Done(write::Applied {
                         restaged,
+                        prepared_ahead,
                         ..applied
                     }))
                 }
@@ -1100,7 +1120,9 @@ impl Materializer {
                     debug!("window staged again with every row");
                     restaged = true;
                     let t0 = Instant::now();
-                    match write::stage(&self.lake, conn, plan, false) {
+                    let all = write::prepare(&plan.signals, false)
+                        .and_then(|p| write::stage(&self.lake, conn, plan, p));
+                    match all {
                         Ok(all) => staged = all,
                         Err(e) => break Err(e),
                     }
@@ -1368,7 +1390,7 @@ impl Materializer {
                         Some(writer.cas(&self.config.shard.cursor_partition(), None, *fence, None));
                 }
                 match self
-                    .commit_window(conn, &window.plan, writer, &mut counts.phases)
+                    .commit_window(conn, &mut window.plan, writer, &mut counts.phases)
                     .await?
                 {
                     Commit::Done(a) => {
@@ -1377,6 +1399,7 @@ impl Materializer {
                         }
                         counts.windows += 1;
                         counts.restaged += u64::from(a.restaged);
+                        counts.prepared_ahead += u64::from(a.prepared_ahead);
                         counts.signal_rows += a.signal_rows;
                         counts.event_rows += a.event_rows;
                         counts.deleted_rows += a.deleted_rows;

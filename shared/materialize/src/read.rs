@@ -1,8 +1,9 @@
 //! Reading a window: the change feed's rows after a keyset position, their payloads made whole,
 //! tombstones applied, decoded ([`WindowReader`]); and the read-ahead ([`ReadAhead`]), which
-//! reads and decodes the next window on a thread of its own while the current one is written.
-//! Reading and decoding are about 40 % of a drain, and while a window is written a core is idle
-//! much of the time (its registration calls and COMMIT wait on the catalog), so the two overlap.
+//! reads, decodes and prepares (`write::prepare`) the next window on a thread of its own while
+//! the current one is written. Those are most of a drain's work, and while a window is written
+//! a core is idle much of the time (its registration calls and COMMIT wait on the catalog), so
+//! the two overlap.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use crate::config::Config;
 use crate::feed::{self, FeedRow, Keyset, Source};
 use crate::resolve::{self, Voided};
 use crate::summary::{micros_since, Counts};
-use crate::write::WindowPlan;
+use crate::write::{self, WindowPlan};
 use crate::Result;
 
 /// "Now" for decode skew, lag, retention and progress throttling, from the one [`Clock`] the
@@ -228,13 +229,16 @@ impl ReadOut {
 
 impl ReadAhead {
     /// Starts reading the window of `source` after `after` on a new thread, over `conn` (a
-    /// connection of its own; payloads from blobs are fetched on the caller's runtime). `None`
-    /// outside a runtime or when no thread could be started: the window is then read in turn.
+    /// connection of its own; payloads from blobs are fetched on the caller's runtime), and
+    /// preparing its signal rows for writing as the own writer's files (`prepare` true) or not
+    /// (false; None: the writer is not known, it prepares them). `None` outside a runtime or
+    /// when no thread could be started: the window is then read in turn.
     pub(crate) fn start(
         reader: WindowReader,
         conn: Conn,
         source: Source,
         after: Option<Keyset>,
+        prepare: Option<bool>,
     ) -> Option<ReadAhead> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let (tx, done) = tokio::sync::oneshot::channel();
@@ -245,13 +249,24 @@ impl ReadAhead {
                 let mut after = from;
                 let mut counts = Counts::default();
                 let mut oldest_event = None;
-                let read = runtime.block_on(reader.read(
-                    &conn,
-                    source,
-                    &mut after,
-                    &mut counts,
-                    &mut oldest_event,
-                ));
+                let read = runtime
+                    .block_on(reader.read(
+                        &conn,
+                        source,
+                        &mut after,
+                        &mut counts,
+                        &mut oldest_event,
+                    ))
+                    .and_then(|mut window| {
+                        if let Some(files) = prepare {
+                            let t0 = Instant::now();
+                            window.plan.prepared =
+                                Some(write::prepare(&window.plan.signals, files)?);
+                            counts.phases.prepare_us += micros_since(t0);
+                            debug!(took_ms = t0.elapsed().as_millis() as u64, "window prepared");
+                        }
+                        Ok(window)
+                    });
                 // Nobody waits when the span ended without it (a lost race, the deadline).
                 let _ = tx.send(read.map(|window| ReadOut {
                     window,

@@ -44,6 +44,8 @@ pub struct Counts {
     pub restaged: u64,
     /// Windows read and decoded ahead, while the window before them was written.
     pub read_ahead: u64,
+    /// Windows written whose rows were prepared for writing on their read-ahead's thread.
+    pub prepared_ahead: u64,
     /// Signal rows inserted (after the write-key anti-join).
     pub signal_rows: u64,
     /// Event rows inserted.
@@ -83,15 +85,19 @@ pub struct Phases {
     pub tombstones_us: u64,
     /// Decoding (pure Rust, on every core).
     pub decode_us: u64,
-    /// Waiting for a window read ahead: the part of its feed read, resolve, tombstones and
-    /// decode (counted above, beside the write of the window before) that the write did not
-    /// hide.
+    /// Decoded signal rows prepared for writing: the write-key dedup, and with the own writer
+    /// the rollup delta and the Parquet files encoded (`write::prepare`). A window read ahead
+    /// is prepared on its reader's thread too.
+    pub prepare_us: u64,
+    /// Waiting for a window read ahead: the part of its feed read, resolve, tombstones, decode
+    /// and prepare (counted above, beside the write of the window before) that the write did
+    /// not hide.
     pub read_wait_us: u64,
     /// Decoded rows into the TEMP staging tables (Arrow batches, the appender): every row, or
     /// with the own writer only the rollup delta and the rows that may be at rest.
     pub stage_us: u64,
-    /// The window transaction's statements: progress CAS, voids, anti-join inserts (which write
-    /// the Parquet files), rollups.
+    /// The own writer's files stored, and the window transaction's statements: progress CAS,
+    /// voids, the files' registration or anti-join inserts (which write Parquet files), rollups.
     pub write_us: u64,
     /// Of `write_us`: the rollup updates.
     pub rollup_us: u64,
@@ -106,6 +112,7 @@ impl Phases {
         self.resolve_us += other.resolve_us;
         self.tombstones_us += other.tombstones_us;
         self.decode_us += other.decode_us;
+        self.prepare_us += other.prepare_us;
         self.read_wait_us += other.read_wait_us;
         self.stage_us += other.stage_us;
         self.write_us += other.write_us;
@@ -114,12 +121,13 @@ impl Phases {
     }
 
     /// The phases in pipeline order, named as in the JSON.
-    pub fn named(&self) -> [(&'static str, u64); 9] {
+    pub fn named(&self) -> [(&'static str, u64); 10] {
         [
             ("feed_read", self.feed_read_us),
             ("resolve", self.resolve_us),
             ("tombstones", self.tombstones_us),
             ("decode", self.decode_us),
+            ("prepare", self.prepare_us),
             ("read_wait", self.read_wait_us),
             ("stage", self.stage_us),
             ("write", self.write_us),
@@ -141,6 +149,7 @@ impl Counts {
         self.raw_rows += other.raw_rows;
         self.conflicts += other.conflicts;
         self.restaged += other.restaged;
+        self.prepared_ahead += other.prepared_ahead;
         self.read_ahead += other.read_ahead;
         self.signal_rows += other.signal_rows;
         self.event_rows += other.event_rows;

@@ -25,6 +25,7 @@ use dq_lake::duckdb::Connection;
 use dq_lake::{quote, Lake};
 
 use crate::feed::{ts_literal, Resume};
+use crate::own_writer::{self, Encoded};
 use crate::resolve::Voided;
 use crate::{rollup, Error, Result};
 use dq_tables::keys::{key_equal, EVENT_WRITE_KEY, SIGNAL_READ_KEY, SIGNAL_WRITE_KEY};
@@ -57,6 +58,8 @@ pub struct WindowPlan {
     pub voided: BTreeSet<Voided>,
     /// The progress-row CAS of this window (none: the window writes without a fence).
     pub progress: Option<ProgressCas>,
+    /// `signals` prepared for writing ([`prepare`]) where they were read, if they were.
+    pub prepared: Option<Prepared>,
 }
 
 impl WindowPlan {
@@ -119,6 +122,8 @@ pub struct Applied {
     pub restage: bool,
     /// The window ran again with every row staged after a [`Applied::restage`].
     pub restaged: bool,
+    /// Its rows were prepared ([`prepare`]) where they were read, on a read-ahead's thread.
+    pub prepared_ahead: bool,
 }
 
 fn tstz() -> DataType {
@@ -461,6 +466,57 @@ pub(crate) fn named_batch<'a>(
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(arrow_err(table))
 }
 
+/// The part of writing a window's signal rows that needs no connection: the write-key dedup
+/// and, when the own writer's files carry the rows, the rollup delta and the files encoded.
+/// Pure, so a window read ahead is prepared on its reader's thread while the window before it
+/// is written (a third of the write's time was this).
+pub struct Prepared {
+    /// The rows kept and the subjects with read-key collisions.
+    pub dedup: SignalDedup,
+    /// Prepared for the own writer's files: `delta` and `encoded` are set when a row is kept.
+    pub files: bool,
+    /// The rollup delta of the kept rows ([`rollup::signals_delta`]).
+    pub delta: Option<RecordBatch>,
+    /// The kept rows as the own writer's files ([`own_writer::encode`]).
+    pub encoded: Vec<Encoded>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("kept", &self.dedup.kept.len())
+            .field("files", &self.files)
+            .field("encoded", &self.encoded.len())
+            .finish()
+    }
+}
+
+/// Prepares `rows` for writing: as the own writer's files (`files`) or to be staged whole.
+pub fn prepare(rows: &[SignalRow], files: bool) -> Result<Prepared> {
+    let dedup = signal_dedup(rows);
+    let (delta, encoded) = if files && !dedup.kept.is_empty() {
+        // The delta is one thread's work and the encoding spreads over every core: side by side.
+        let (delta, encoded) = std::thread::scope(|scope| {
+            let delta = scope.spawn(|| rollup::signals_delta(rows, &dedup.kept));
+            let encoded = own_writer::encode(rows, &dedup.kept);
+            (delta.join(), encoded)
+        });
+        let delta = delta.map_err(|_| Error::Arrow {
+            table: "signals_latest",
+            message: "the rollup delta's thread panicked".into(),
+        })??;
+        (Some(delta), encoded?)
+    } else {
+        (None, Vec::new())
+    };
+    Ok(Prepared {
+        dedup,
+        files,
+        delta,
+        encoded,
+    })
+}
+
 /// What staging learned about a window's rows that its statements use.
 #[derive(Debug, Default)]
 pub struct Staged {
@@ -472,6 +528,9 @@ pub struct Staged {
     /// rollup delta was, and the transaction stages only the rows that may be at rest
     /// (`stage_suspects`). False: every kept row is staged.
     pub files: bool,
+    /// The staged rollup delta (with `files`): its keys' first times tell which rows may be at
+    /// rest.
+    pub delta: Option<RecordBatch>,
 }
 
 /// The window's signal rows as the own writer's Parquet files, written into the table's
@@ -484,12 +543,16 @@ pub struct Added {
     pub rows: u64,
 }
 
-/// Loads the plan's rows into fresh TEMP staging tables on `conn`, before the window's
-/// transaction.
-/// With `files` (the own writer's files will carry the signal rows) only the window's rollup
-/// delta is staged here; the transaction stages the rows that may be at rest
-/// (`stage_suspects`).
-pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan, files: bool) -> Result<Staged> {
+/// Loads the plan's rows, `prepared`, into fresh TEMP staging tables on `conn`, before the
+/// window's transaction.
+/// Prepared for the own writer's files, only the window's rollup delta is staged here; the
+/// transaction stages the rows that may be at rest (`stage_suspects`).
+pub fn stage(
+    lake: &Lake,
+    conn: &Connection,
+    plan: &WindowPlan,
+    prepared: Prepared,
+) -> Result<Staged> {
     let (head_cols, value_cols) = stage_columns();
     fn with_head(cols: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
         std::iter::once((HEAD_ID, "UINTEGER"))
@@ -519,19 +582,16 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan, files: bool) -> 
     if !plan.signals.is_empty() {
         let t0 = std::time::Instant::now();
         let rows = &plan.signals;
-        let dedup = signal_dedup(rows);
-        let staged: &[u32] = if files {
-            append(
-                lake,
-                conn,
-                STAGE_DELTA,
-                rollup::signals_delta(rows, &dedup.kept)?,
-            )?;
-            out.files = true;
-            &[]
-        } else {
-            &dedup.kept
-        };
+        let Prepared {
+            dedup,
+            files,
+            delta,
+            ..
+        } = prepared;
+        if let Some(delta) = &delta {
+            append(lake, conn, STAGE_DELTA, delta.clone())?;
+        }
+        let staged: &[u32] = if files { &[] } else { &dedup.kept };
         let (heads, values) = stage_batches(rows, staged)?;
         let built_ms = t0.elapsed().as_millis() as u64;
         append(lake, conn, STAGE_HEADS, heads)?;
@@ -543,6 +603,8 @@ pub fn stage(lake: &Lake, conn: &Connection, plan: &WindowPlan, files: bool) -> 
             took_ms = t0.elapsed().as_millis() as u64,
             "signals staged"
         );
+        out.files = files;
+        out.delta = delta;
         out.read_key_collisions = dedup.read_key_collisions;
         out.kept = dedup.kept;
     }
@@ -562,7 +624,7 @@ fn stage_suspects(
     lake: &Lake,
     tx: &Connection,
     rows: &[SignalRow],
-    kept: &[u32],
+    staged: &Staged,
 ) -> Result<Option<(String, TimeRange)>> {
     let sql = format!(
         "SELECT subject, name, epoch_us(last_seen) FROM lake.signals_latest \
@@ -585,11 +647,24 @@ fn stage_suspects(
         .iter()
         .map(|((s, n), t)| ((s.as_str(), n.as_str()), *t))
         .collect();
-    let is_suspect = |r: &SignalRow| {
-        last.get(&(&*r.subject, &*r.name))
-            .is_some_and(|t| r.timestamp.timestamp_micros() <= *t)
+    // A (subject, name) has a suspect row only if its first time in the window (the delta's
+    // `first_seen`) is at or before its last time at rest: the rows are looked at only then.
+    let Some(delta) = &staged.delta else {
+        return Ok(None);
     };
-    let positions: Vec<u32> = kept
+    let suspect_keys = suspect_keys(delta, &last)?;
+    if suspect_keys.is_empty() {
+        return Ok(None);
+    }
+    let is_suspect = |r: &SignalRow| {
+        let key = (&*r.subject, &*r.name);
+        suspect_keys.contains(&key)
+            && last
+                .get(&key)
+                .is_some_and(|t| r.timestamp.timestamp_micros() <= *t)
+    };
+    let positions: Vec<u32> = staged
+        .kept
         .iter()
         .copied()
         .filter(|i| rows.get(*i as usize).is_some_and(is_suspect))
@@ -602,6 +677,33 @@ fn stage_suspects(
     append(lake, tx, STAGE_HEADS, heads)?;
     append(lake, tx, STAGE_VALUES, values)?;
     Ok(Some((buckets(suspects().map(|r| r.subject_bucket)), span)))
+}
+
+/// The `(subject, name)` keys of a rollup delta whose first time is at or before their last
+/// time at rest (`last`).
+fn suspect_keys<'a>(
+    delta: &'a RecordBatch,
+    last: &HashMap<(&str, &str), i64>,
+) -> Result<HashSet<(&'a str, &'a str)>> {
+    use dq_lake::duckdb::arrow::array::{Array, StringArray, TimestampMicrosecondArray};
+    fn column<'b, T: 'static>(delta: &'b RecordBatch, name: &str) -> Result<&'b T> {
+        delta
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<T>())
+            .ok_or_else(|| Error::Arrow {
+                table: "signals_latest",
+                message: format!("the rollup delta has no column {name} of the expected type"),
+            })
+    }
+    let subject = column::<StringArray>(delta, "subject")?;
+    let name = column::<StringArray>(delta, "name")?;
+    let first = column::<TimestampMicrosecondArray>(delta, "first_seen")?;
+    Ok((0..delta.num_rows())
+        .filter(|&i| !first.is_null(i))
+        .map(|i| ((subject.value(i), name.value(i)), first.value(i)))
+        .filter(|(key, first)| last.get(key).is_some_and(|t| first <= t))
+        .map(|(key, _)| key)
+        .collect())
 }
 
 fn append(lake: &Lake, conn: &Connection, table: &str, batch: RecordBatch) -> Result<()> {
@@ -817,7 +919,7 @@ pub fn apply(
     let mut new_signals = None;
     if let Some(r) = range(plan.signals.iter().map(|r| &r.timestamp)) {
         let at_rest = if staged.files {
-            match stage_suspects(lake, tx, &plan.signals, &staged.kept)? {
+            match stage_suspects(lake, tx, &plan.signals, staged)? {
                 Some((list, range)) => signals_at_rest(lake, tx, &list, range)?,
                 None => 0,
             }

@@ -1,4 +1,4 @@
-//! Issue 20: the next window is read and decoded while the current one is written (the same
+//! Issue 20: the next window is read, decoded and prepared while the current one is written (the same
 //! span's next window, and in a drain the next span's first), and a span of small snapshots
 //! stretches past `MATERIALIZER_MAX_SNAPSHOT_SPAN` while their raw rows fit one window.
 
@@ -45,6 +45,8 @@ fn a_drain_reads_every_window_ahead_once(backend: Backend) {
     // Every window but the drain's first was read while the one before it was written, the
     // first of each later span across the span boundary.
     assert_eq!(run.counts.read_ahead, run.counts.windows - 1, "{run:?}");
+    // And its rows were prepared for writing (dedup, rollup delta, files) on that thread too.
+    assert_eq!(run.counts.prepared_ahead, run.counts.read_ahead, "{run:?}");
     assert_eq!(
         run.counts.raw_rows, 6_000,
         "no window was read twice or skipped"
