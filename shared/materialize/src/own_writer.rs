@@ -28,7 +28,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use dq_blob::{BlobConfig, BlobError, BlobStore, S3Config};
 
-use crate::write::{HeadBuilders, ValueBuilders};
+use crate::write::{HeadBuilders, Subjects, ValueBuilders};
 use crate::{Error, Result};
 
 /// Microseconds in a UTC day: the day partition of a timestamp.
@@ -219,11 +219,7 @@ pub fn encode(rows: &[SignalRow], kept: &[u32]) -> Result<Vec<Encoded>> {
                 scope.spawn(move || {
                     part.iter_mut()
                         .map(|((bucket, day), rows)| {
-                            rows.sort_by(|a, b| {
-                                a.subject
-                                    .cmp(&b.subject)
-                                    .then(a.timestamp.cmp(&b.timestamp))
-                            });
+                            sort_by_subject_and_time(rows);
                             Ok(Encoded {
                                 relative: format!(
                                     "{}/dq-{}.parquet",
@@ -248,6 +244,26 @@ pub fn encode(rows: &[SignalRow], kept: &[u32]) -> Result<Vec<Encoded>> {
         }
         Ok(out)
     })
+}
+
+/// Sorts `rows` by `subject, "timestamp"`, stably. A file holds a few subjects: each row is
+/// sorted by its subject's rank among them ([`Subjects`]), not by comparing subjects' bytes.
+fn sort_by_subject_and_time(rows: &mut Vec<&SignalRow>) {
+    let mut subjects = Subjects::default();
+    let mut keyed: Vec<(usize, i64, &SignalRow)> = rows
+        .iter()
+        .map(|r| {
+            (
+                subjects.index(&r.subject),
+                r.timestamp.timestamp_micros(),
+                *r,
+            )
+        })
+        .collect();
+    let rank = subjects.ranks();
+    keyed.sort_by_key(|(i, t, _)| (rank.get(*i).copied(), *t));
+    rows.clear();
+    rows.extend(keyed.into_iter().map(|(_, _, r)| r));
 }
 
 /// One Parquet file of `rows`, columns in table order.
@@ -365,5 +381,42 @@ mod tests {
             .collect();
         assert_eq!(subjects, ["a", "b"]);
         assert_eq!(batch.schema().fields().len(), SIGNAL_COLUMNS.len());
+    }
+
+    #[test]
+    fn rows_sort_by_subject_then_time_stably() {
+        // Subjects as separate strings (two events of one vehicle) and as one shared string (one
+        // event's rows), interleaved; two rows of one subject and time keep their order.
+        let shared: Arc<str> = "b".into();
+        let of = |subject: Arc<str>, micros: i64, value: f64| SignalRow {
+            subject,
+            value_number: value,
+            ..row("unused", 7, micros)
+        };
+        let rows = [
+            of(shared.clone(), 5, 1.0),
+            of(shared.clone(), 2, 2.0),
+            of("c".into(), 1, 3.0),
+            of("b".into(), 2, 4.0),
+            of("a".into(), 9, 5.0),
+            of(shared, 1, 6.0),
+        ];
+        let mut sorted: Vec<&SignalRow> = rows.iter().collect();
+        sort_by_subject_and_time(&mut sorted);
+        let got: Vec<(&str, i64, f64)> = sorted
+            .iter()
+            .map(|r| (&*r.subject, r.timestamp.timestamp_micros(), r.value_number))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", 9, 5.0),
+                ("b", 1, 6.0),
+                ("b", 2, 2.0),
+                ("b", 2, 4.0),
+                ("b", 5, 1.0),
+                ("c", 1, 3.0),
+            ]
+        );
     }
 }

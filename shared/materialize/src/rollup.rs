@@ -153,17 +153,26 @@ pub fn merge_delta(
 /// no staged copy of them to fold into the rollup ([`merge_delta`]).
 /// `the_rust_delta_is_the_sql_aggregate` pins the two definitions together.
 pub fn signals_delta(rows: &[SignalRow], kept: &[u32]) -> Result<RecordBatch> {
-    let mut groups: HashMap<(&str, &str), Vec<&SignalRow>> = HashMap::new();
+    // Grouped by subject number and name: a row hashes its short name, not its subject.
+    let mut subjects = crate::write::Subjects::default();
+    let mut groups: HashMap<(usize, &str), Vec<&SignalRow>> = HashMap::new();
     for &i in kept {
         let r = rows.get(i as usize).ok_or_else(|| Error::Arrow {
             table: "signals_latest",
             message: format!("row position {i} outside the window's {} rows", rows.len()),
         })?;
-        groups.entry((&r.subject, &r.name)).or_default().push(r);
+        groups
+            .entry((subjects.index(&r.subject), &r.name))
+            .or_default()
+            .push(r);
     }
-    let mut keys: Vec<(&str, &str)> = groups.keys().copied().collect();
-    keys.sort_unstable();
-    let n = keys.len();
+    // In (subject, name) order; a group's rows share its subject.
+    let mut groups: Vec<(&str, &str, Vec<&SignalRow>)> = groups
+        .into_iter()
+        .filter_map(|((_, n), members)| Some((&*members.first()?.subject, n, members)))
+        .collect();
+    groups.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let n = groups.len();
     let mut subject = StringBuilder::with_capacity(n, n * 64);
     let mut bucket = Int32Builder::with_capacity(n);
     let mut name = StringBuilder::with_capacity(n, n * 24);
@@ -173,10 +182,7 @@ pub fn signals_delta(rows: &[SignalRow], kept: &[u32]) -> Result<RecordBatch> {
     let mut string = StringBuilder::with_capacity(n, n);
     let mut loc: [Float64Builder; 4] = std::array::from_fn(|_| Float64Builder::with_capacity(n));
     let mut count = Int64Builder::with_capacity(n);
-    for key in keys {
-        let Some(mut members) = groups.remove(&key) else {
-            continue;
-        };
+    for (_, _, mut members) in groups {
         // Read-key winners: by time, the lowest cloud_event_id first within one time.
         members.sort_by(|a, b| {
             a.timestamp
@@ -381,7 +387,7 @@ mod tests {
 
     /// Rows of the SQL aggregate over `rows` and of the Rust delta that the other lacks.
     fn differences(rows: &[SignalRow]) -> (i64, i64, usize) {
-        let kept = crate::write::signal_dedup(rows).kept;
+        let kept = crate::write::signal_dedup(rows, false).kept;
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(&format!(
             "{}; {};",

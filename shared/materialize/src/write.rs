@@ -169,9 +169,10 @@ pub struct SignalDedup {
     pub read_key_collisions: BTreeSet<String>,
 }
 
-/// Deduplicates `rows` on the write key (first wins) and names the subjects whose kept rows
-/// share a read key.
-pub fn signal_dedup(rows: &[SignalRow]) -> SignalDedup {
+/// Deduplicates `rows` on the write key (first wins) and, `with_read_keys` (the INSERT path's
+/// rollup merge needs them; the own writer's delta deduplicates read keys itself), names the
+/// subjects whose kept rows share a read key.
+pub fn signal_dedup(rows: &[SignalRow], with_read_keys: bool) -> SignalDedup {
     // Write keys seen, as one small set per (subject_bucket, cloud_event_id): the current run's
     // set is taken out of the map while the run lasts, so a row costs one small-set insert.
     let mut groups: HashMap<(i32, &str), Seen> = HashMap::new();
@@ -198,6 +199,9 @@ pub fn signal_dedup(rows: &[SignalRow]) -> SignalDedup {
             continue;
         }
         kept.push(i as u32);
+        if !with_read_keys {
+            continue;
+        }
         let staged = match &mut subject_run {
             Some((s, staged)) if *s == &*r.subject => staged,
             _ => {
@@ -275,13 +279,58 @@ type Seen<'a> = HashSet<(&'a str, i64)>;
 /// Column (name, type) pairs.
 type Columns = Vec<(&'static str, &'static str)>;
 
-/// True when `b` has `a`'s [`HEAD_COLUMNS`] values.
+/// True when `b` has `a`'s [`HEAD_COLUMNS`] values. An event's rows share its strings, so the
+/// pointers usually answer without comparing bytes.
 fn same_head(a: &SignalRow, b: &SignalRow) -> bool {
+    fn same(a: &Arc<str>, b: &Arc<str>) -> bool {
+        Arc::ptr_eq(a, b) || a == b
+    }
     a.subject_bucket == b.subject_bucket
-        && a.cloud_event_id == b.cloud_event_id
-        && a.subject == b.subject
-        && a.source == b.source
-        && a.producer == b.producer
+        && same(&a.cloud_event_id, &b.cloud_event_id)
+        && same(&a.subject, &b.subject)
+        && same(&a.source, &b.source)
+        && same(&a.producer, &b.producer)
+}
+
+/// The distinct subjects of a window's rows, numbered in order of appearance. A subject's
+/// string is hashed only when it is not the previous row's (an event's rows share it), so
+/// grouping and sorting by subject need no byte comparisons per row.
+#[derive(Default)]
+pub(crate) struct Subjects<'a> {
+    names: Vec<&'a str>,
+    index: HashMap<&'a str, usize>,
+    last: Option<(&'a Arc<str>, usize)>,
+}
+
+impl<'a> Subjects<'a> {
+    /// The number of `subject`.
+    pub(crate) fn index(&mut self, subject: &'a Arc<str>) -> usize {
+        match self.last {
+            Some((s, i)) if Arc::ptr_eq(s, subject) => i,
+            _ => {
+                let names = &mut self.names;
+                let i = *self.index.entry(subject).or_insert_with(|| {
+                    names.push(subject);
+                    names.len() - 1
+                });
+                self.last = Some((subject, i));
+                i
+            }
+        }
+    }
+
+    /// Each subject's rank in byte order, by number.
+    pub(crate) fn ranks(&self) -> Vec<usize> {
+        let mut order: Vec<(&str, usize)> = self.names.iter().copied().zip(0..).collect();
+        order.sort_unstable();
+        let mut rank = vec![0; order.len()];
+        for (r, (_, i)) in order.into_iter().enumerate() {
+            if let Some(slot) = rank.get_mut(i) {
+                *slot = r;
+            }
+        }
+        rank
+    }
 }
 
 /// `lake.signals` columns (name, type) split into the head's and the value row's, each in table
@@ -493,7 +542,7 @@ impl std::fmt::Debug for Prepared {
 
 /// Prepares `rows` for writing: as the own writer's files (`files`) or to be staged whole.
 pub fn prepare(rows: &[SignalRow], files: bool) -> Result<Prepared> {
-    let dedup = signal_dedup(rows);
+    let dedup = signal_dedup(rows, !files);
     let (delta, encoded) = if files && !dedup.kept.is_empty() {
         // The delta is one thread's work and the encoding spreads over every core: side by side.
         let (delta, encoded) = std::thread::scope(|scope| {
@@ -1059,7 +1108,7 @@ mod tests {
     }
 
     fn signal_stage(rows: &[SignalRow]) -> Stage {
-        let dedup = signal_dedup(rows);
+        let dedup = signal_dedup(rows, true);
         let (heads, values) = stage_batches(rows, &dedup.kept).unwrap();
         Stage {
             dedup,
@@ -1167,5 +1216,9 @@ mod tests {
             stage.dedup.read_key_collisions,
             BTreeSet::from(["x".to_owned(), "z".to_owned()])
         );
+        // Without read keys (the own writer's path) the same rows are kept and none is named.
+        let files = signal_dedup(&rows, false);
+        assert_eq!(files.kept, stage.dedup.kept);
+        assert!(files.read_key_collisions.is_empty());
     }
 }
