@@ -675,6 +675,10 @@ fn stage_suspects(
     rows: &[SignalRow],
     staged: &Staged,
 ) -> Result<Option<(String, TimeRange)>> {
+    // No delta: no kept rows, so none can be at rest.
+    let Some(delta) = &staged.delta else {
+        return Ok(None);
+    };
     let sql = format!(
         "SELECT subject, name, epoch_us(last_seen) FROM lake.signals_latest \
          WHERE subject_bucket IN ({})",
@@ -698,19 +702,14 @@ fn stage_suspects(
         .collect();
     // A (subject, name) has a suspect row only if its first time in the window (the delta's
     // `first_seen`) is at or before its last time at rest: the rows are looked at only then.
-    let Some(delta) = &staged.delta else {
-        return Ok(None);
-    };
     let suspect_keys = suspect_keys(delta, &last)?;
     if suspect_keys.is_empty() {
         return Ok(None);
     }
     let is_suspect = |r: &SignalRow| {
-        let key = (&*r.subject, &*r.name);
-        suspect_keys.contains(&key)
-            && last
-                .get(&key)
-                .is_some_and(|t| r.timestamp.timestamp_micros() <= *t)
+        suspect_keys
+            .get(&(&*r.subject, &*r.name))
+            .is_some_and(|t| r.timestamp.timestamp_micros() <= *t)
     };
     let positions: Vec<u32> = staged
         .kept
@@ -729,11 +728,11 @@ fn stage_suspects(
 }
 
 /// The `(subject, name)` keys of a rollup delta whose first time is at or before their last
-/// time at rest (`last`).
+/// time at rest (`last`), with that last time.
 fn suspect_keys<'a>(
     delta: &'a RecordBatch,
     last: &HashMap<(&str, &str), i64>,
-) -> Result<HashSet<(&'a str, &'a str)>> {
+) -> Result<HashMap<(&'a str, &'a str), i64>> {
     use dq_lake::duckdb::arrow::array::{Array, StringArray, TimestampMicrosecondArray};
     fn column<'b, T: 'static>(delta: &'b RecordBatch, name: &str) -> Result<&'b T> {
         delta
@@ -750,8 +749,10 @@ fn suspect_keys<'a>(
     Ok((0..delta.num_rows())
         .filter(|&i| !first.is_null(i))
         .map(|i| ((subject.value(i), name.value(i)), first.value(i)))
-        .filter(|(key, first)| last.get(key).is_some_and(|t| first <= t))
-        .map(|(key, _)| key)
+        .filter_map(|(key, first)| {
+            let t = *last.get(&key)?;
+            (first <= t).then_some((key, t))
+        })
         .collect())
 }
 
