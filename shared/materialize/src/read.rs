@@ -87,7 +87,7 @@ impl WindowReader {
                 let chunk: Vec<FeedRow> = rows.by_ref().take(self.chunk_rows).collect();
                 // The keyset position comes from the raw scan, before any poison drop.
                 if let Some(last) = chunk.last() {
-                    *after = Some(last.key.clone());
+                    *after = Some(last.key());
                 }
                 for r in &chunk {
                     let t = r.row.time;
