@@ -16,7 +16,7 @@ use dq_lake::{db_error, Redactor};
 use serde::Deserialize;
 
 use crate::Result;
-use dq_tables::keys::FEED_KEYSET;
+use dq_tables::keys::{FEED_KEYSET, FEED_MISSING_TIME};
 
 /// Where raw rows come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +107,10 @@ pub struct FeedRow {
     pub row: RawRow,
     /// Its DuckLake row id, the keyset's tie-break.
     pub rowid: i64,
+    /// The poison reason of a row lacking its subject, time or id (`missing_subject`,
+    /// `missing_time`, `missing_id`): it keeps its keyset position (`dq_tables::keys::
+    /// FEED_KEYSET`), is counted and never decoded.
+    pub missing: Option<&'static str>,
 }
 
 impl FeedRow {
@@ -163,11 +167,11 @@ pub fn read_chunk(
     };
     let mut params: Vec<dq_lake::duckdb::types::Value> = Vec::new();
     if let Some(k) = after {
-        filter.push(
-            "(subject > ? OR (subject = ? AND (\"time\" > ?::TIMESTAMPTZ OR (\"time\" = ?::TIMESTAMPTZ \
-             AND (id > ? OR (id = ? AND rowid > ?))))))"
-                .to_owned(),
-        );
+        let [subject, time, id, rowid] = FEED_KEYSET;
+        filter.push(format!(
+            "({subject} > ? OR ({subject} = ? AND ({time} > ?::TIMESTAMPTZ OR ({time} = ?::TIMESTAMPTZ \
+             AND ({id} > ? OR ({id} = ? AND {rowid} > ?))))))"
+        ));
         let t = ts_literal(k.time);
         params.extend([
             k.subject.clone().into(),
@@ -192,13 +196,12 @@ pub fn read_chunk(
     let mut out = Vec::new();
     let mut bytes = 0usize;
     for batch in batches {
-        let malformed = |message| crate::Error::Arrow {
+        let columns = RawColumns::of(&batch).map_err(|message| crate::Error::Arrow {
             table: "raw_events",
             message,
-        };
-        let columns = RawColumns::of(&batch).map_err(malformed)?;
+        })?;
         for i in 0..batch.num_rows() {
-            let row = columns.row(i).map_err(malformed)?;
+            let row = columns.row(i);
             bytes += row.inline_bytes();
             out.push(row);
             if bytes >= max_bytes {
@@ -259,8 +262,8 @@ impl RawColumns {
         })
     }
 
-    /// Row `i`; its time must be set (DuckDB's statement failed on a NULL time before, too).
-    fn row(&self, i: usize) -> std::result::Result<FeedRow, String> {
+    /// Row `i`, a missing subject, time or id as its keyset position has it.
+    fn row(&self, i: usize) -> FeedRow {
         let text = |a: &StringArray| {
             if a.is_valid(i) {
                 a.value(i).to_owned()
@@ -271,16 +274,24 @@ impl RawColumns {
         let opt = |a: &StringArray| a.is_valid(i).then(|| a.value(i).to_owned());
         let [subject, event_type, id, source, producer, data_content_type, data_version, extras] =
             &self.text;
-        if self.time.is_null(i) {
-            return Err(format!(
-                "raw_events row {} has no time",
-                self.rowid.value(i)
-            ));
-        }
-        Ok(FeedRow {
+        let missing = if subject.is_null(i) {
+            Some("missing_subject")
+        } else if self.time.is_null(i) {
+            Some("missing_time")
+        } else if id.is_null(i) {
+            Some("missing_id")
+        } else {
+            None
+        };
+        let time = if self.time.is_valid(i) {
+            self.time.value(i)
+        } else {
+            FEED_MISSING_TIME
+        };
+        FeedRow {
             row: RawRow {
                 subject: text(subject),
-                time: dq_cloudevent::time::from_micros_saturating(self.time.value(i)),
+                time: dq_cloudevent::time::from_micros_saturating(time),
                 event_type: text(event_type),
                 id: text(id),
                 source: text(source),
@@ -297,13 +308,21 @@ impl RawColumns {
                 voids_id: opt(&self.voids_id),
             },
             rowid: self.rowid.value(i),
-        })
+            missing,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_keyset_orders_a_missing_time_where_the_reader_records_it() {
+        let at = dq_cloudevent::time::from_micros(FEED_MISSING_TIME).unwrap();
+        assert!(FEED_KEYSET[1].contains(&format!("'{}'", ts_literal(at))));
+        assert_eq!(ts_literal(at), "9999-12-31 23:59:59.999999+00");
+    }
 
     #[test]
     fn resume_round_trips_and_refuses_other_text() {

@@ -96,12 +96,23 @@ impl WindowReader {
                 raw += chunk.len();
                 // Other shards' rows are dropped before their blobs are fetched.
                 let shard = self.config.shard;
-                let own: Vec<_> = chunk
+                let own: Vec<FeedRow> = chunk
                     .into_iter()
-                    .map(|r| r.row)
-                    .filter(|r| shard.owns(&r.subject))
+                    .filter(|r| shard.owns(&r.row.subject))
                     .collect();
                 owned += own.len();
+                // A row lacking its subject, time or id is poison: counted, never decoded.
+                let own: Vec<_> = own
+                    .into_iter()
+                    .filter_map(|r| match r.missing {
+                        Some(reason) => {
+                            warn!(rowid = r.rowid, reason, "raw row lacks a header key");
+                            *counts.poison.entry(reason.to_owned()).or_default() += 1;
+                            None
+                        }
+                        None => Some(r.row),
+                    })
+                    .collect();
                 let t0 = Instant::now();
                 let resolved =
                     resolve::resolve(own, self.blobs.as_ref(), self.config.blob_access_attempts)

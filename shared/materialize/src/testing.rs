@@ -34,7 +34,11 @@ pub fn all_raw_rows(
     )
     .unwrap();
     rt.block_on(crate::resolve::resolve(
-        rows.into_iter().map(|r| r.row).collect(),
+        // Rows lacking a header key are poison, as in the pass.
+        rows.into_iter()
+            .filter(|r| r.missing.is_none())
+            .map(|r| r.row)
+            .collect(),
         blobs,
         crate::config::Config::default().blob_access_attempts,
     ))

@@ -8,7 +8,7 @@
 //! | [`EVENT_WRITE_KEY`] W1 | subject_bucket, cloud_event_id, name, timestamp | existing row wins |
 //! | [`SIGNAL_READ_KEY`] R1 | subject, name, timestamp | lowest cloud_event_id |
 //! | [`EVENT_READ_KEY`] R2 | subject, timestamp, name, source | lowest cloud_event_id |
-//! | [`FEED_KEYSET`] | subject, time, id, rowid | — (rowid makes it total: rows sharing (subject, time, id) are never skipped) |
+//! | [`FEED_KEYSET`] | subject, time, id, rowid (missing values as [`FEED_MISSING_TIME`] and `''`) | — (rowid makes it total: rows sharing (subject, time, id) are never skipped) |
 
 use std::collections::BTreeSet;
 
@@ -32,8 +32,21 @@ pub const READ_TIEBREAK: &str = "cloud_event_id";
 pub fn read_tiebreak(a_cloud_event_id: &str, b_cloud_event_id: &str) -> std::cmp::Ordering {
     a_cloud_event_id.as_bytes().cmp(b_cloud_event_id.as_bytes())
 }
-/// The change-feed keyset, in `ORDER BY` order (`rowid` is unique per table).
-pub const FEED_KEYSET: [&str; 4] = ["subject", "\"time\"", "id", "rowid"];
+/// The change-feed keyset, in `ORDER BY` order (`rowid` is unique per table). A raw row
+/// lacking its subject, time or id (din never writes one; the table has no NOT NULL) must not
+/// break the paging: each column is ordered and compared as the position the reader records
+/// for it, `''` for a missing subject or id and [`FEED_MISSING_TIME`] for a missing time. SQL
+/// sorts NULLs last and matches them in no comparison, so with the bare columns the rows around
+/// a NULL at a page's edge were skipped unread.
+pub const FEED_KEYSET: [&str; 4] = [
+    "coalesce(subject, '')",
+    "coalesce(\"time\", '9999-12-31 23:59:59.999999+00'::TIMESTAMPTZ)",
+    "coalesce(id, '')",
+    "rowid",
+];
+/// The time a raw row lacking one sorts at in [`FEED_KEYSET`], in µs since the epoch
+/// (9999-12-31 23:59:59.999999 UTC).
+pub const FEED_MISSING_TIME: i64 = 253_402_300_799_999_999;
 
 /// `QUALIFY` clause keeping one row per read key (R1 or R2): the read-side dedup.
 pub fn read_dedup_qualify(key: &[&str]) -> String {
