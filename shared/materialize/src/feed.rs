@@ -230,9 +230,15 @@ impl RawColumns {
                 .columns()
                 .get(i)
                 .ok_or_else(|| format!("raw_events read has no column {i}"))?;
-            // A no-op for the types DuckDB exports (VARCHAR as Utf8, BLOB as Binary): only a
-            // differently configured export pays a conversion.
-            cast(c, to).map_err(|e| format!("raw_events column {i}: {e}"))
+            // Taken as it is when DuckDB exports the type asked for (VARCHAR as Utf8, BLOB as
+            // Binary, TIMESTAMPTZ as microseconds in any zone: the values are UTC either way);
+            // only a differently configured export pays a conversion.
+            match (c.data_type(), to) {
+                (DataType::Timestamp(TimeUnit::Microsecond, _), DataType::Timestamp(..)) => {
+                    Ok(c.clone())
+                }
+                _ => cast(c, to).map_err(|e| format!("raw_events column {i}: {e}")),
+            }
         };
         let string = |i: usize| -> std::result::Result<StringArray, String> {
             Ok(column(i, &DataType::Utf8)?.as_string::<i32>().clone())

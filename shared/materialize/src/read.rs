@@ -96,23 +96,18 @@ impl WindowReader {
                 raw += chunk.len();
                 // Other shards' rows are dropped before their blobs are fetched.
                 let shard = self.config.shard;
-                let own: Vec<FeedRow> = chunk
-                    .into_iter()
-                    .filter(|r| shard.owns(&r.row.subject))
-                    .collect();
-                owned += own.len();
-                // A row lacking its subject, time or id is poison: counted, never decoded.
-                let own: Vec<_> = own
-                    .into_iter()
-                    .filter_map(|r| match r.missing {
+                let mut own = Vec::with_capacity(chunk.len());
+                for r in chunk.into_iter().filter(|r| shard.owns(&r.row.subject)) {
+                    owned += 1;
+                    // A row lacking its subject, time or id is poison: counted, never decoded.
+                    match r.missing {
                         Some(reason) => {
                             warn!(rowid = r.rowid, reason, "raw row lacks a header key");
                             *counts.poison.entry(reason.to_owned()).or_default() += 1;
-                            None
                         }
-                        None => Some(r.row),
-                    })
-                    .collect();
+                        None => own.push(r.row),
+                    }
+                }
                 let t0 = Instant::now();
                 let resolved =
                     resolve::resolve(own, self.blobs.as_ref(), self.config.blob_access_attempts)
