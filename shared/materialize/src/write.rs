@@ -173,35 +173,86 @@ pub struct SignalDedup {
 /// rollup merge needs them; the own writer's delta deduplicates read keys itself), names the
 /// subjects whose kept rows share a read key.
 pub fn signal_dedup(rows: &[SignalRow], with_read_keys: bool) -> SignalDedup {
-    // Write keys seen, as one small set per (subject_bucket, cloud_event_id): the current run's
-    // set is taken out of the map while the run lasts, so a row costs one small-set insert.
-    let mut groups: HashMap<(i32, &str), Seen> = HashMap::new();
-    let mut current: Option<(&SignalRow, Seen)> = None;
-    // Read keys kept, as one set of (name, timestamp) per subject, taken out of the map the
-    // same way while the subject's run lasts.
+    let kept = write_key_dedup(rows);
+    let read_key_collisions = if with_read_keys {
+        kept_read_key_collisions(rows, &kept)
+    } else {
+        BTreeSet::new()
+    };
+    SignalDedup {
+        kept,
+        read_key_collisions,
+    }
+}
+
+/// Runs longer than this are deduplicated with a set rather than by comparing their rows.
+const SHORT_RUN: usize = 48;
+
+/// The positions of `rows` that are the first of their write key ([`signal_write_key`]).
+///
+/// Decode emits an event's rows together, so a run of rows with one head ([`same_head`]) is
+/// one event's: its rows are compared with each other (a short run) or go through one set, and
+/// the event's key goes into a map once. Only an event whose rows come in more than one run (a
+/// raw event repeated in the window) has its new rows checked against the rows its earlier runs
+/// kept. A row costs a few comparisons instead of a hashed insert into a set per event.
+fn write_key_dedup(rows: &[SignalRow]) -> Vec<u32> {
+    let mut kept: Vec<u32> = Vec::with_capacity(rows.len());
+    // Each event's runs, as ranges of `kept`: the first here, any later ones in `repeats`.
+    let mut events: HashMap<(i32, &str), std::ops::Range<usize>> = HashMap::new();
+    let mut repeats: HashMap<(i32, &str), Vec<std::ops::Range<usize>>> = HashMap::new();
+    let mut seen: Seen = HashSet::default();
+    let mut offset = 0usize;
+    for run in rows.chunk_by(same_head) {
+        let from = kept.len();
+        let Some(first) = run.first() else {
+            continue;
+        };
+        let event = signal_write_key(first).0;
+        seen.clear();
+        let earlier = events.get(&event).cloned();
+        if let Some(first_run) = &earlier {
+            let later = repeats.get(&event).into_iter().flatten().cloned();
+            for range in std::iter::once(first_run.clone()).chain(later) {
+                let positions = kept.get(range).unwrap_or_default();
+                for r in positions.iter().filter_map(|&i| rows.get(i as usize)) {
+                    seen.insert(signal_write_key(r).1);
+                }
+            }
+        }
+        let compare = earlier.is_none() && run.len() <= SHORT_RUN;
+        for (j, r) in run.iter().enumerate() {
+            let new = if compare {
+                // A row before it in the run with its key was kept, or repeats one that was.
+                let before = run.get(..j).unwrap_or_default();
+                !before
+                    .iter()
+                    .any(|o| o.timestamp == r.timestamp && o.name == r.name)
+            } else {
+                seen.insert(signal_write_key(r).1)
+            };
+            if new {
+                kept.push((offset + j) as u32);
+            }
+        }
+        match earlier {
+            None => {
+                events.insert(event, from..kept.len());
+            }
+            Some(_) => repeats.entry(event).or_default().push(from..kept.len()),
+        }
+        offset += run.len();
+    }
+    kept
+}
+
+/// The subjects of which two rows at `kept` share a read key ([`SIGNAL_READ_KEY`]: name and
+/// time). A subject's keys are one set, taken out of the map while the subject's run of rows
+/// lasts.
+fn kept_read_key_collisions(rows: &[SignalRow], kept: &[u32]) -> BTreeSet<String> {
     let mut read_keys: HashMap<&str, Seen> = HashMap::new();
     let mut subject_run: Option<(&str, Seen)> = None;
-    let mut read_key_collisions = BTreeSet::new();
-    let mut kept = Vec::with_capacity(rows.len());
-    for (i, r) in rows.iter().enumerate() {
-        let (group_key, row_key) = signal_write_key(r);
-        let (_, seen) = match &mut current {
-            Some(run) if same_head(run.0, r) => run,
-            _ => {
-                if let Some((h, seen)) = current.take() {
-                    groups.insert(signal_write_key(h).0, seen);
-                }
-                let seen = groups.remove(&group_key).unwrap_or_default();
-                current.insert((r, seen))
-            }
-        };
-        if !seen.insert(row_key) {
-            continue;
-        }
-        kept.push(i as u32);
-        if !with_read_keys {
-            continue;
-        }
+    let mut collisions = BTreeSet::new();
+    for r in kept.iter().filter_map(|&i| rows.get(i as usize)) {
         let staged = match &mut subject_run {
             Some((s, staged)) if *s == &*r.subject => staged,
             _ => {
@@ -212,14 +263,11 @@ pub fn signal_dedup(rows: &[SignalRow], with_read_keys: bool) -> SignalDedup {
                 &mut subject_run.insert((&*r.subject, staged)).1
             }
         };
-        if !staged.insert(row_key) && !read_key_collisions.contains(&*r.subject) {
-            read_key_collisions.insert(r.subject.to_string());
+        if !staged.insert(signal_write_key(r).1) && !collisions.contains(&*r.subject) {
+            collisions.insert(r.subject.to_string());
         }
     }
-    SignalDedup {
-        kept,
-        read_key_collisions,
-    }
+    collisions
 }
 
 /// The rows of `rows` at `positions` as the stage's batches. Decode emits an event's rows
@@ -1191,6 +1239,39 @@ mod tests {
             stage.dedup.read_key_collisions,
             BTreeSet::from([rows[0].subject.to_string()])
         );
+    }
+
+    proptest::proptest! {
+        /// The run-wise write-key dedup keeps what one set of whole write keys keeps (first
+        /// wins): events repeated in later runs, runs longer than [`SHORT_RUN`], rows of one key
+        /// inside a run.
+        #[test]
+        fn write_key_dedup_keeps_the_first_of_each_write_key(
+            runs in proptest::collection::vec(
+                (0..4u8, 0..2i32, 0..2u8, proptest::collection::vec((0..3u8, 0..4i64), 0..70)),
+                0..12,
+            )
+        ) {
+            let mut rows = Vec::new();
+            for (event, bucket, subject, keys) in &runs {
+                for (name, micros) in keys {
+                    rows.push(SignalRow {
+                        subject: format!("s{subject}").into(),
+                        subject_bucket: *bucket,
+                        ..row(&format!("e{event}"), "p", &format!("n{name}"), *micros, 1.0)
+                    });
+                }
+            }
+            let mut seen = std::collections::HashSet::new();
+            let expected: Vec<u32> = (0..rows.len() as u32)
+                .filter(|&i| {
+                    let r = &rows[i as usize];
+                    seen.insert((r.subject_bucket, r.cloud_event_id.to_string(), r.name.to_string(),
+                        r.timestamp))
+                })
+                .collect();
+            proptest::prop_assert_eq!(signal_dedup(&rows, false).kept, expected);
+        }
     }
 
     #[test]
