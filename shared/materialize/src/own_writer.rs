@@ -266,6 +266,21 @@ fn sort_by_subject_and_time(rows: &mut Vec<&SignalRow>) {
     rows.extend(keyed.into_iter().map(|(_, _, r)| r));
 }
 
+/// How a file is encoded: snappy, as DuckLake writes its own files; dictionaries for the string
+/// columns only. A number column's values are mostly distinct or one repeated value, which plain
+/// encoding under snappy stores as small, and dictionary-encoding them hashed every value: a
+/// quarter of the encoding's time (3.4 M synthetic rows: 1.27 → 0.95 s, files 8 % smaller).
+fn writer_properties() -> parquet::file::properties::WriterProperties {
+    let mut props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY);
+    for (name, ty) in SIGNAL_COLUMNS {
+        if ty != "VARCHAR" {
+            props = props.set_column_dictionary_enabled(name.into(), false);
+        }
+    }
+    props.build()
+}
+
 /// One Parquet file of `rows`, columns in table order.
 fn file(schema: &Arc<Schema>, rows: &[&SignalRow]) -> Result<Vec<u8>> {
     let n = rows.len();
@@ -292,10 +307,7 @@ fn file(schema: &Arc<Schema>, rows: &[&SignalRow]) -> Result<Vec<u8>> {
         table: "signals",
         message: format!("write Parquet: {e}"),
     };
-    // Snappy, as DuckLake writes its own files.
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_compression(parquet::basic::Compression::SNAPPY)
-        .build();
+    let props = writer_properties();
     let mut bytes = Vec::new();
     let mut writer = parquet::arrow::ArrowWriter::try_new(&mut bytes, schema.clone(), Some(props))
         .map_err(parquet)?;
@@ -381,6 +393,39 @@ mod tests {
             .collect();
         assert_eq!(subjects, ["a", "b"]);
         assert_eq!(batch.schema().fields().len(), SIGNAL_COLUMNS.len());
+    }
+
+    #[test]
+    fn only_string_columns_are_dictionary_encoded() {
+        let nov30 = 1_764_460_800_000_000;
+        let rows: Vec<SignalRow> = (0..100).map(|i| row("a", 7, nov30 + i % 3)).collect();
+        let kept: Vec<u32> = (0..100).collect();
+        let files = encode(&rows, &kept).unwrap();
+        let reader = parquet::file::reader::SerializedFileReader::new(bytes::Bytes::from(
+            files[0].bytes.clone(),
+        ))
+        .unwrap();
+        use parquet::file::reader::FileReader;
+        let group = reader.metadata().row_group(0);
+        let dictionary: Vec<(&str, bool)> = group
+            .columns()
+            .iter()
+            .map(|c| {
+                (
+                    c.column_path().string(),
+                    c.dictionary_page_offset().is_some(),
+                )
+            })
+            .map(|(path, dict)| {
+                let name = SIGNAL_COLUMNS.iter().find(|(n, _)| *n == path).unwrap().0;
+                (name, dict)
+            })
+            .collect();
+        let expected: Vec<(&str, bool)> = SIGNAL_COLUMNS
+            .iter()
+            .map(|(n, ty)| (*n, *ty == "VARCHAR"))
+            .collect();
+        assert_eq!(dictionary, expected);
     }
 
     #[test]

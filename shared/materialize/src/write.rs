@@ -590,13 +590,25 @@ impl std::fmt::Debug for Prepared {
 
 /// Prepares `rows` for writing: as the own writer's files (`files`) or to be staged whole.
 pub fn prepare(rows: &[SignalRow], files: bool) -> Result<Prepared> {
+    let t0 = std::time::Instant::now();
     let dedup = signal_dedup(rows, !files);
+    let dedup_ms = t0.elapsed().as_millis() as u64;
     let (delta, encoded) = if files && !dedup.kept.is_empty() {
         // The delta is one thread's work and the encoding spreads over every core: side by side.
         let (delta, encoded) = std::thread::scope(|scope| {
-            let delta = scope.spawn(|| rollup::signals_delta(rows, &dedup.kept));
+            let delta = scope.spawn(|| {
+                let t0 = std::time::Instant::now();
+                let delta = rollup::signals_delta(rows, &dedup.kept);
+                (delta, t0.elapsed().as_millis() as u64)
+            });
+            let t0 = std::time::Instant::now();
             let encoded = own_writer::encode(rows, &dedup.kept);
-            (delta.join(), encoded)
+            let encode_ms = t0.elapsed().as_millis() as u64;
+            let delta = delta.join().map(|(delta, delta_ms)| {
+                tracing::debug!(dedup_ms, delta_ms, encode_ms, "signal rows prepared");
+                delta
+            });
+            (delta, encoded)
         });
         let delta = delta.map_err(|_| Error::Arrow {
             table: "signals_latest",
