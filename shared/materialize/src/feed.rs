@@ -114,9 +114,15 @@ pub struct FeedRow {
 }
 
 impl FeedRow {
-    /// Bytes of the inline payload (`data` or `data_base64`); what a window's byte budget counts
-    /// before blobs are fetched.
-    pub fn inline_bytes(&self) -> usize {
+    /// What a window's byte budget counts of the row before blobs are fetched: the bytes of its
+    /// inline payload (`data` or `data_base64`) if dq decodes its type, as the resolved payloads
+    /// count them. A row of another type (a fingerprint, a tombstone) is dropped when the window
+    /// resolves; counting its payload here cut a window's read short of what the resolved bytes
+    /// allow, and a second statement, a scan of the span, read the few rows left.
+    pub fn budget_bytes(&self) -> usize {
+        if !crate::resolve::decodable(&self.row.event_type) {
+            return 0;
+        }
         self.row.data.as_ref().map_or(0, String::len)
             + self.row.data_base64.as_ref().map_or(0, Vec::len)
     }
@@ -138,7 +144,7 @@ const COLUMNS: &str = "subject, \"time\", type, id, source, producer, data_conte
 pub use dq_cloudevent::time::sql_literal as ts_literal;
 
 /// Reads up to `limit` rows after `after` in keyset order, stopping early once the rows' inline
-/// payloads (`data`, `data_base64`) reach `max_bytes`. One statement per call: the keyset sort
+/// payloads (`data`, `data_base64`; [`FeedRow::budget_bytes`]) reach `max_bytes`. One statement per call: the keyset sort
 /// of a span is paid once per window, not once per small page.
 pub fn read_chunk(
     redactor: &Redactor,
@@ -202,7 +208,7 @@ pub fn read_chunk(
         })?;
         for i in 0..batch.num_rows() {
             let row = columns.row(i);
-            bytes += row.inline_bytes();
+            bytes += row.budget_bytes();
             out.push(row);
             if bytes >= max_bytes {
                 return Ok(out);

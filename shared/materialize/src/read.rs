@@ -71,6 +71,7 @@ impl WindowReader {
             let rows =
                 feed::read_chunk(&self.redactor, conn, source, after.as_ref(), limit, budget)?;
             counts.phases.feed_read_us += micros_since(t0);
+            counts.feed_reads += 1;
             debug!(
                 rows = rows.len(),
                 took_ms = t0.elapsed().as_millis() as u64,
@@ -78,7 +79,7 @@ impl WindowReader {
             );
             // Fewer rows than asked and under the byte budget: nothing more in the span.
             let more = rows.len() == limit
-                || rows.iter().map(FeedRow::inline_bytes).sum::<usize>() >= budget;
+                || rows.iter().map(FeedRow::budget_bytes).sum::<usize>() >= budget;
             let mut rows = rows.into_iter().peekable();
             let mut over_budget = false;
             // Payloads are resolved (blobs fetched) a chunk at a time so a window of blob rows

@@ -36,7 +36,7 @@ impl Resolved {
     }
 }
 
-fn decodable(event_type: &str) -> bool {
+pub(crate) fn decodable(event_type: &str) -> bool {
     event_type == types::STATUS || event_type == types::EVENTS
 }
 

@@ -36,6 +36,9 @@ pub struct Counts {
     pub windows: u64,
     /// Raw rows read of this materializer's shard (poison and skipped rows included).
     pub raw_rows: u64,
+    /// Change-feed statements run: a window's reads of `lake.raw_events` (each a scan of its
+    /// span's rows after the keyset position).
+    pub feed_reads: u64,
     /// Window commits DuckLake refused because a concurrent transaction (another shard's
     /// window, din's maintenance) changed the same tables; each was run again.
     pub conflicts: u64,
@@ -147,6 +150,7 @@ impl Counts {
     pub fn add(&mut self, other: &Counts) {
         self.windows += other.windows;
         self.raw_rows += other.raw_rows;
+        self.feed_reads += other.feed_reads;
         self.conflicts += other.conflicts;
         self.restaged += other.restaged;
         self.prepared_ahead += other.prepared_ahead;

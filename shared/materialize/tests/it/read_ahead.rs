@@ -11,7 +11,8 @@ use crate::*;
 
 backend_tests!(
     a_drain_reads_every_window_ahead_once,
-    spans_of_small_snapshots_stretch_to_one_window
+    spans_of_small_snapshots_stretch_to_one_window,
+    a_window_reads_up_to_its_byte_budget_in_one_statement
 );
 
 /// One bundle (one snapshot) of `rows` status events, ids prefixed by `tag`.
@@ -86,5 +87,49 @@ fn spans_of_small_snapshots_stretch_to_one_window(backend: Backend) {
         .map(|_| rt.block_on(m.run_span(None)).unwrap().counts.raw_rows)
         .collect();
     assert_eq!(spans, [300, 200, 1_000]);
+    assert_decoded_everything(&rt, &m);
+}
+
+fn a_window_reads_up_to_its_byte_budget_in_one_statement(backend: Backend) {
+    let t = TestLake::new(backend);
+    let rt = runtime();
+    // Ten rows of one vehicle with payloads of one length, every other one a fingerprint (read
+    // and counted, never decoded: its payload is not among the resolved bytes).
+    let rows: Vec<_> = (0..10)
+        .map(|i| {
+            let mut e = status(1, &format!("r{i}"), at(i64::from(i)), &[("speed", 1.0)]);
+            if i % 2 == 1 {
+                e.header.event_type = dq_cloudevent::types::FINGERPRINT.into();
+            }
+            e
+        })
+        .collect();
+    let len = rows[0].data.as_ref().unwrap().len();
+    assert!(rows.iter().all(|e| e.data.as_ref().unwrap().len() == len));
+    // A budget of three payloads: each window reads until its statuses' payloads reach it,
+    // in one statement (rows 0–4, then the five left). Counting the fingerprints' payloads too
+    // cut each read short of the budget the resolved statuses leave, and each window took three
+    // statements, each a scan of the span.
+    let m = Materializer::builder(din_lake(&t))
+        .window(300, 3 * len)
+        .chunk_rows(64)
+        .emf(false)
+        .build()
+        .unwrap();
+    drain(&rt, &m);
+    rt.block_on(Writer::new(m.lake(), None).write_bundle(&rows))
+        .unwrap();
+    let run = drain(&rt, &m);
+    // Two windows of one statement each, and the read ahead of the next span (the snapshots
+    // the two windows committed), which finds no rows.
+    assert_eq!(
+        (
+            run.counts.windows,
+            run.counts.raw_rows,
+            run.counts.feed_reads
+        ),
+        (2, 10, 3),
+        "{run:?}"
+    );
     assert_decoded_everything(&rt, &m);
 }
