@@ -143,9 +143,9 @@ const COLUMNS: &str = "subject, \"time\", type, id, source, producer, data_conte
 
 pub use dq_cloudevent::time::sql_literal as ts_literal;
 
-/// Reads up to `limit` rows after `after` in keyset order, stopping early once the rows' inline
-/// payloads (`data`, `data_base64`; [`FeedRow::budget_bytes`]) reach `max_bytes`. One statement per call: the keyset sort
-/// of a span is paid once per window, not once per small page.
+/// Reads up to `limit` rows after `after` in keyset order, stopping early once the inline
+/// payloads of the rows dq decodes ([`FeedRow::budget_bytes`]) reach `max_bytes`. One statement
+/// per call: the keyset sort of a span is paid once per window, not once per small page.
 pub fn read_chunk(
     redactor: &Redactor,
     conn: &Connection,

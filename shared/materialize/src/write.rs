@@ -221,14 +221,13 @@ fn write_key_dedup(rows: &[SignalRow]) -> Vec<u32> {
         }
         let compare = earlier.is_none() && run.len() <= SHORT_RUN;
         for (j, r) in run.iter().enumerate() {
+            let key = signal_write_key(r).1;
             let new = if compare {
                 // A row before it in the run with its key was kept, or repeats one that was.
                 let before = run.get(..j).unwrap_or_default();
-                !before
-                    .iter()
-                    .any(|o| o.timestamp == r.timestamp && o.name == r.name)
+                !before.iter().any(|o| signal_write_key(o).1 == key)
             } else {
-                seen.insert(signal_write_key(r).1)
+                seen.insert(key)
             };
             if new {
                 kept.push((offset + j) as u32);
