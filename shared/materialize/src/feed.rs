@@ -143,6 +143,16 @@ const COLUMNS: &str = "subject, \"time\", type, id, source, producer, data_conte
 
 pub use dq_cloudevent::time::sql_literal as ts_literal;
 
+/// Rows one [`read_chunk`] statement read.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    /// The rows, in keyset order.
+    pub rows: Vec<FeedRow>,
+    /// The read stopped because the rows' [`FeedRow::budget_bytes`] reached its `max_bytes`
+    /// (rows may follow in the span).
+    pub budget_reached: bool,
+}
+
 /// Reads up to `limit` rows after `after` in keyset order, stopping early once the inline
 /// payloads of the rows dq decodes ([`FeedRow::budget_bytes`]) reach `max_bytes`. One statement
 /// per call: the keyset sort of a span is paid once per window, not once per small page.
@@ -153,7 +163,7 @@ pub fn read_chunk(
     after: Option<&Keyset>,
     limit: usize,
     max_bytes: usize,
-) -> Result<Vec<FeedRow>> {
+) -> Result<Chunk> {
     let (from, mut filter) = match source {
         Source::Changes { from, to } => (
             format!(
@@ -199,7 +209,7 @@ pub fn read_chunk(
     // Column by column from Arrow: the row-by-row accessor's per-cell lookups were about as
     // long as the statement itself for a window of raw rows.
     let batches = stmt.query_arrow(params_from_iter(params)).map_err(failed)?;
-    let mut out = Vec::new();
+    let mut out = Chunk::default();
     let mut bytes = 0usize;
     for batch in batches {
         let columns = RawColumns::of(&batch).map_err(|message| crate::Error::Arrow {
@@ -209,8 +219,9 @@ pub fn read_chunk(
         for i in 0..batch.num_rows() {
             let row = columns.row(i);
             bytes += row.budget_bytes();
-            out.push(row);
+            out.rows.push(row);
             if bytes >= max_bytes {
+                out.budget_reached = true;
                 return Ok(out);
             }
         }

@@ -35,7 +35,8 @@ pub fn all_raw_rows(
     .unwrap();
     rt.block_on(crate::resolve::resolve(
         // Rows lacking a header key are poison, as in the pass.
-        rows.into_iter()
+        rows.rows
+            .into_iter()
             .filter(|r| r.missing.is_none())
             .map(|r| r.row)
             .collect(),
