@@ -5,7 +5,7 @@ use crate::error::DecodeError;
 use crate::model::{Event, Signal};
 use crate::modules::{EventModule, SignalModule};
 use crate::post::{process_signals, truncate_micros, GateRejection, VehicleGate};
-use crate::rows::{event_row, signal_rows, EventRow, SignalRow};
+use crate::rows::{event_row, push_signal_rows, EventRow, SignalRow};
 use chrono::{DateTime, Utc};
 use dq_cloudevent::{types, RawEvent};
 use std::collections::HashSet;
@@ -45,9 +45,9 @@ impl EventOutcome {
         !self.errors.is_empty()
     }
 
-    /// The `lake.signals` rows.
-    pub fn signal_rows(&self, raw: &RawEvent) -> Vec<SignalRow> {
-        signal_rows(raw, &self.signals)
+    /// The `lake.signals` rows, appended to `out`.
+    pub fn push_signal_rows(&self, out: &mut Vec<SignalRow>, raw: &RawEvent) {
+        push_signal_rows(out, raw, &self.signals);
     }
 
     /// The `lake.events` rows.
@@ -177,7 +177,12 @@ pub fn decode_batch_on(
                 let part = run
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                out.signal_rows.extend(part.signal_rows);
+                // The first run's vectors become the batch's: only the later runs are copied.
+                if out.signal_rows.is_empty() {
+                    out.signal_rows = part.signal_rows;
+                } else {
+                    out.signal_rows.extend(part.signal_rows);
+                }
                 out.event_rows.extend(part.event_rows);
                 out.failures.extend(part.failures);
                 out.gated += part.gated;
@@ -200,7 +205,7 @@ fn decode_run(raws: &[&RawEvent], gate: &VehicleGate, now: DateTime<Utc>) -> Bat
             Route::Skipped => out.skipped += 1,
             Route::Signals(_) | Route::Events(_) => {}
         }
-        out.signal_rows.extend(outcome.signal_rows(raw));
+        outcome.push_signal_rows(&mut out.signal_rows, raw);
         out.event_rows.extend(outcome.event_rows(raw));
         if outcome.failed() {
             out.failures.push(Failure {

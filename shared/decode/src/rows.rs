@@ -70,9 +70,13 @@ pub struct EventRow {
     pub tags: Vec<String>,
 }
 
-/// Flattens an event's signals; subject, source and producer come from the raw row, never the
+/// Flattens an event's signals onto `out` (a batch's rows go straight into one vector, with no
+/// vector per event to copy from); subject, source and producer come from the raw row, never the
 /// decoder. The subject's bucket is hashed once per event, not per row.
-pub fn signal_rows(raw: &RawEvent, signals: &[Signal]) -> Vec<SignalRow> {
+pub fn push_signal_rows(out: &mut Vec<SignalRow>, raw: &RawEvent, signals: &[Signal]) {
+    if signals.is_empty() {
+        return;
+    }
     let h = &raw.header;
     let head = Head {
         subject: h.subject.as_str().into(),
@@ -81,7 +85,7 @@ pub fn signal_rows(raw: &RawEvent, signals: &[Signal]) -> Vec<SignalRow> {
         producer: h.producer.as_str().into(),
         cloud_event_id: h.id.as_str().into(),
     };
-    signals.iter().map(|s| signal_row(&head, s)).collect()
+    out.extend(signals.iter().map(|s| signal_row(&head, s)));
 }
 
 /// The columns of an event's signal rows that come from the raw row.
@@ -153,7 +157,9 @@ mod tests {
     #[test]
     fn signal_rows_take_identity_from_the_raw_row() {
         let ts = parse_rfc3339("2025-03-03T22:22:59.138863102Z").unwrap();
-        let rows = signal_rows(
+        let mut rows = Vec::new();
+        push_signal_rows(
+            &mut rows,
             &raw(),
             &[
                 Signal::location(ts, 1.0, 2.0, 3.0),
