@@ -30,7 +30,7 @@ help:
 	@echo "make bench-query   query latency, cold and warm: signals, signalsLatest, FetchService, segments, dailyActivity (200 vehicles x 30 days, file + PostgreSQL)"
 	@echo "make bench-listing the direct reads' file listing refreshed after one commit on a catalog with 100,000 data files (PostgreSQL + file)"
 	@echo "make bench         every case in one run per catalog (200 vehicles x 30 days, PostgreSQL then file) beside the DuckDB floor and ClickHouse (chDB); BENCHMARKS.md + BENCHMARKS.json"
-	@echo "make chaos         long chaos run: SIGKILL the materializer 200 times while din writes"
+	@echo "make chaos         long chaos run: SIGKILL the materializer 200 times while din writes (PostgreSQL), 200 times mid-drain (file catalog)"
 	@echo "make reliability   fault, hostile-input, secrets and load tests (long variants); writes RELIABILITY.md"
 
 extensions:

@@ -38,6 +38,11 @@ TESTS = [
      "decoded tables equal the decoder's output for every decodable event (lost and duplicated are checked "
      "row by row; the test fails otherwise).",
      "make chaos (200 kills); cargo test --workspace sigkill_at_random_points (25, DQ_CHAOS_KILLS)"),
+    ("materializer-chaos-file", "functions/materializer/tests/it/chaos.rs `sigkill_at_random_points_on_the_file_catalog`",
+     "The same chaos on the file catalog: din writes first (a file catalog is one process's at a time), then "
+     "every materializer run is SIGKILLed at a random point of its drain; after a drain the audit is clean and "
+     "the decoded tables equal the decoder's output, row by row.",
+     "make chaos (200 kills); cargo test --workspace sigkill_at_random_points_on_the_file_catalog (25, DQ_CHAOS_KILLS)"),
     ("materializer-chaos-shards", "functions/materializer/tests/it/chaos.rs `sharded_sigkill_at_random_points_equal_the_single_writer`",
      "The same chaos on 1, 2 and 4 shards (MATERIALIZER_SHARD_INDEX / _COUNT) running at once on one "
      "PostgreSQL catalog, a random shard killed and restarted each time: together they equal the "

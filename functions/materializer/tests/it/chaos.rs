@@ -275,6 +275,75 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
     );
 }
 
+/// The same chaos on the file catalog. A file catalog is one process's at a time (DuckDB locks
+/// the catalog file), so din writes first and every materializer run is then SIGKILLed
+/// mid-drain: windows killed between writing their files and committing, spans resumed from
+/// their committed windows, on the own writer's path as on PostgreSQL.
+#[test]
+fn sigkill_at_random_points_on_the_file_catalog() {
+    let kills: usize = env_or("DQ_CHAOS_KILLS", 25);
+    let seed = chaos_seed();
+    eprintln!("chaos (file catalog): {kills} kills, DQ_CHAOS_SEED={seed}");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+
+    let t = TestLake::new(Backend::File);
+    let blob_dir = t.path("blobs");
+    dq_dinsim::testing::open_din_lake(&t);
+    // Enough raw rows that most kills land while the drain still has windows to write: a run
+    // lives for 0.3–1.5 s and commits a few hundred events of its drain (4 vehicles drained in
+    // about 9 runs).
+    let vehicles = u32::try_from(kills * 12 / 25)
+        .unwrap_or(u32::MAX)
+        .clamp(12, 96);
+    let (_, writer) = start_din(&t, &blob_dir, vehicles, Duration::ZERO);
+    let report = writer.join().expect("din simulator thread");
+    let head = {
+        let lake = t.open().unwrap();
+        dq_lake::progress::head(&lake).unwrap()
+    };
+
+    let started = Instant::now();
+    let mut kills_mid_drain = 0;
+    let mut cursors = vec![0];
+    for _ in 0..kills {
+        let mut child = command(&t, &blob_dir, &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn materializer");
+        std::thread::sleep(Duration::from_millis(rng.gen_range(300..1500)));
+        kill9(&mut child);
+        // Opened only between runs: the materializer cannot attach a catalog file held open.
+        let at = cursor(&t.open().unwrap());
+        if at < head {
+            kills_mid_drain += 1;
+        }
+        cursors.push(at);
+    }
+    cursors.dedup();
+    eprintln!(
+        "chaos (file catalog): {kills} kills in {:.1}s ({kills_mid_drain} before the drain \
+         caught up); cursor positions between kills {cursors:?}; din wrote {report:?}",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(cursors.len() > 2, "the cursor barely moved: {cursors:?}");
+    assert!(
+        kills_mid_drain * 2 >= kills,
+        "most kills must land before the drain catches up ({kills_mid_drain}/{kills})"
+    );
+
+    let (lost, duplicated, clean) = assert_drained_equal_oracle(&t, &blob_dir, &[None]);
+    dq_testkit::report_figures(
+        "materializer-chaos-file",
+        &serde_json::json!({
+            "catalog": "file", "kills": kills, "kills_mid_drain": kills_mid_drain,
+            "lost_rows": lost, "duplicated_rows": duplicated, "audit_clean": clean, "seed": seed,
+            "din_events": report.events, "din_commits": report.commits,
+        })
+        .to_string(),
+    );
+}
+
 /// Kills per layout in [`sharded_sigkill_at_random_points_equal_the_single_writer`]
 /// (`DQ_SHARD_CHAOS_KILLS`).
 const SHARD_KILLS: usize = 8;
