@@ -248,31 +248,73 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
         kill9(&mut child);
         cursors.push(cursor(&observer));
     }
-    cursors.dedup();
     let report = writer.join().expect("din simulator thread");
+    finish_chaos(
+        &t,
+        &blob_dir,
+        Chaos {
+            figure: "materializer-chaos",
+            catalog: "postgres",
+            kills,
+            landed: (
+                "kills_during_din_writes",
+                "while din was writing",
+                kills_during_writes,
+            ),
+            cursors,
+            seed,
+            started,
+            report,
+        },
+    );
+}
+
+/// One chaos run's outcome, checked and reported by [`finish_chaos`].
+struct Chaos {
+    figure: &'static str,
+    catalog: &'static str,
+    kills: usize,
+    /// The figure's name, the words and the count of the kills that hit a busy moment.
+    landed: (&'static str, &'static str, usize),
+    cursors: Vec<i64>,
+    seed: u64,
+    started: Instant,
+    report: dq_dinsim::SeedReport,
+}
+
+/// Checks that the kills hit running passes, drains, compares with the oracle and reports the
+/// run's figures (RELIABILITY.md).
+fn finish_chaos(t: &TestLake, blob_dir: &std::path::Path, mut run: Chaos) {
+    let (name, words, landed) = run.landed;
+    let kills = run.kills;
+    run.cursors.dedup();
     eprintln!(
-        "chaos: {kills} kills in {:.1}s ({kills_during_writes} while din was writing); cursor positions \
-         between kills {cursors:?}; din wrote {report:?}",
-        started.elapsed().as_secs_f64()
+        "{}: {kills} kills in {:.1}s ({landed} {words}); cursor positions between kills {:?}; \
+         din wrote {:?}",
+        run.figure,
+        run.started.elapsed().as_secs_f64(),
+        run.cursors,
+        run.report
     );
     // Killed processes still made progress between kills, so kills also hit running passes, not
     // only process start-up.
-    assert!(cursors.len() > 2, "the cursor barely moved: {cursors:?}");
     assert!(
-        kills_during_writes * 2 >= kills,
-        "most kills must land while din writes ({kills_during_writes}/{kills})"
+        run.cursors.len() > 2,
+        "the cursor barely moved: {:?}",
+        run.cursors
     );
-
-    let (lost, duplicated, clean) = assert_drained_equal_oracle(&t, &blob_dir, &[None]);
-    dq_testkit::report_figures(
-        "materializer-chaos",
-        &serde_json::json!({
-            "catalog": "postgres", "kills": kills, "kills_during_din_writes": kills_during_writes,
-            "lost_rows": lost, "duplicated_rows": duplicated, "audit_clean": clean, "seed": seed,
-            "din_events": report.events, "din_commits": report.commits,
-        })
-        .to_string(),
+    assert!(
+        landed * 2 >= kills,
+        "most kills must land {words} ({landed}/{kills})"
     );
+    let (lost, duplicated, clean) = assert_drained_equal_oracle(t, blob_dir, &[None]);
+    let mut figures = serde_json::json!({
+        "catalog": run.catalog, "kills": kills,
+        "lost_rows": lost, "duplicated_rows": duplicated, "audit_clean": clean, "seed": run.seed,
+        "din_events": run.report.events, "din_commits": run.report.commits,
+    });
+    figures[name] = landed.into();
+    dq_testkit::report_figures(run.figure, &figures.to_string());
 }
 
 /// The same chaos on the file catalog. A file catalog is one process's at a time (DuckDB locks
@@ -320,27 +362,23 @@ fn sigkill_at_random_points_on_the_file_catalog() {
         }
         cursors.push(at);
     }
-    cursors.dedup();
-    eprintln!(
-        "chaos (file catalog): {kills} kills in {:.1}s ({kills_mid_drain} before the drain \
-         caught up); cursor positions between kills {cursors:?}; din wrote {report:?}",
-        started.elapsed().as_secs_f64()
-    );
-    assert!(cursors.len() > 2, "the cursor barely moved: {cursors:?}");
-    assert!(
-        kills_mid_drain * 2 >= kills,
-        "most kills must land before the drain catches up ({kills_mid_drain}/{kills})"
-    );
-
-    let (lost, duplicated, clean) = assert_drained_equal_oracle(&t, &blob_dir, &[None]);
-    dq_testkit::report_figures(
-        "materializer-chaos-file",
-        &serde_json::json!({
-            "catalog": "file", "kills": kills, "kills_mid_drain": kills_mid_drain,
-            "lost_rows": lost, "duplicated_rows": duplicated, "audit_clean": clean, "seed": seed,
-            "din_events": report.events, "din_commits": report.commits,
-        })
-        .to_string(),
+    finish_chaos(
+        &t,
+        &blob_dir,
+        Chaos {
+            figure: "materializer-chaos-file",
+            catalog: "file",
+            kills,
+            landed: (
+                "kills_mid_drain",
+                "before the drain caught up",
+                kills_mid_drain,
+            ),
+            cursors,
+            seed,
+            started,
+            report,
+        },
     );
 }
 
