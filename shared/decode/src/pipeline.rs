@@ -172,17 +172,14 @@ pub fn decode_batch_on(
                 .chunks(per_thread)
                 .map(|run| scope.spawn(move || decode_run(run, gate, now)))
                 .collect();
-            let mut out = BatchOutcome::default();
-            for run in runs {
-                let part = run
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                // The first run's vectors become the batch's: only the later runs are copied.
-                if out.signal_rows.is_empty() {
-                    out.signal_rows = part.signal_rows;
-                } else {
-                    out.signal_rows.extend(part.signal_rows);
-                }
+            let mut parts = runs.into_iter().map(|run| {
+                run.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            // The first run's outcome becomes the batch's: only the later runs' rows are copied.
+            let mut out = parts.next().unwrap_or_default();
+            for part in parts {
+                out.signal_rows.extend(part.signal_rows);
                 out.event_rows.extend(part.event_rows);
                 out.failures.extend(part.failures);
                 out.gated += part.gated;

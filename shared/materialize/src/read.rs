@@ -68,9 +68,10 @@ impl WindowReader {
             let limit = (self.config.window_rows - raw).max(1);
             let budget = self.config.window_bytes.saturating_sub(bytes).max(1);
             let t0 = Instant::now();
-            let chunk =
-                feed::read_chunk(&self.redactor, conn, source, after.as_ref(), limit, budget)?;
-            let rows = chunk.rows;
+            let feed::Chunk {
+                rows,
+                budget_reached,
+            } = feed::read_chunk(&self.redactor, conn, source, after.as_ref(), limit, budget)?;
             counts.phases.feed_read_us += micros_since(t0);
             counts.feed_reads += 1;
             debug!(
@@ -79,7 +80,7 @@ impl WindowReader {
                 "feed read"
             );
             // Fewer rows than asked and under the byte budget: nothing more in the span.
-            let more = rows.len() == limit || chunk.budget_reached;
+            let more = rows.len() == limit || budget_reached;
             let mut rows = rows.into_iter().peekable();
             let mut over_budget = false;
             // Payloads are resolved (blobs fetched) a chunk at a time so a window of blob rows

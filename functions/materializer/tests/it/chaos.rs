@@ -87,6 +87,14 @@ fn chaos_seed() -> u64 {
     )
 }
 
+/// Starts `cmd` with its output discarded.
+fn spawn_quiet(mut cmd: Command) -> Child {
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn materializer")
+}
+
 fn kill9(child: &mut Child) {
     // SIGKILL: no destructor, no rollback, no lease release runs.
     child.kill().expect("SIGKILL materializer");
@@ -236,11 +244,7 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
     let mut kills_during_writes = 0;
     let mut cursors = vec![cursor(&observer)];
     for _ in 0..kills {
-        let mut child = command(&t, &blob_dir, &[])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn materializer");
+        let mut child = spawn_quiet(command(&t, &blob_dir, &[]));
         std::thread::sleep(Duration::from_millis(rng.gen_range(300..2500)));
         if !done.load(Ordering::SeqCst) {
             kills_during_writes += 1;
@@ -348,11 +352,7 @@ fn sigkill_at_random_points_on_the_file_catalog() {
     let mut kills_mid_drain = 0;
     let mut cursors = vec![0];
     for _ in 0..kills {
-        let mut child = command(&t, &blob_dir, &[])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn materializer");
+        let mut child = spawn_quiet(command(&t, &blob_dir, &[]));
         std::thread::sleep(Duration::from_millis(rng.gen_range(300..1500)));
         kill9(&mut child);
         // Opened only between runs: the materializer cannot attach a catalog file held open.
@@ -404,13 +404,8 @@ fn sharded_sigkill_at_random_points_equal_the_single_writer() {
         let blob_dir = t.path("blobs");
         dq_dinsim::testing::open_din_lake(&t);
         let (done, writer) = start_din(&t, &blob_dir, 8, din_pace(kills, 850));
-        let spawn = |index: u32| {
-            shard_command(&t, &blob_dir, &[], Some((index, count)))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn materializer shard")
-        };
+        let spawn =
+            |index: u32| spawn_quiet(shard_command(&t, &blob_dir, &[], Some((index, count))));
         let mut running: Vec<Child> = (0..count).map(spawn).collect();
         let started = Instant::now();
         let mut during_writes = 0;
